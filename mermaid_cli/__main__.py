@@ -1,0 +1,3 @@
+from mermaid_cli.cli import main
+
+main()

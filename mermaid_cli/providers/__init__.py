@@ -1,0 +1,1 @@
+"""Model providers. Concrete clients are imported lazily by `create_provider`."""

@@ -1,0 +1,564 @@
+"""One headless run, end to end: settings, prompt, session, provider, tools, the loop, the result.
+
+This is the CLI layer's orchestration (it knows every concrete piece); `cli.py` only parses flags.
+Guarantees (DESIGN.md §2, §3): once flags are parsed, `session_started` is the first event and
+`result` the last on every path, and the process exit code equals `result.exit_code`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from mermaid_cli import __version__
+from mermaid_cli import events as ev
+from mermaid_cli.errors import (
+    EXIT_CODES,
+    Interrupted,
+    MermaidError,
+    ProviderError,
+    RunTimeout,
+    UsageError,
+)
+
+FORMATS = ("text", "json", "jsonl", "markdown")
+
+
+@dataclass
+class ExecOptions:
+    """Everything `mermaid exec` was given, before any of it is resolved."""
+
+    prompt: str | None = None
+    output_format: str = "text"
+    model: str | None = None
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    timeout: float | None = None
+    resume: str | None = None
+    continue_: bool = False
+    record: str | None = None
+    config_overrides: list[str] = field(default_factory=list)
+    profile: str | None = None
+    path: str | None = None
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    append_system_prompt: str | None = None
+    append_system_prompt_file: str | None = None
+    output_last_message: str | None = None
+    safety: str | None = None
+    policy: str | None = None
+    allow_untrusted_tools: bool = False
+    no_interactive: bool = False
+    reasoning: str | None = None
+    quiet: bool = False
+    masks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunIO:
+    """The process's streams and clocks, injectable so tests pin ids and durations."""
+
+    stdin: TextIO | None
+    stdin_is_tty: bool
+    stdout: BinaryIO
+    stderr: TextIO
+    stderr_is_tty: bool = False
+    env: dict[str, str] | os._Environ[str] = field(default_factory=lambda: os.environ)
+    cwd: Path = field(default_factory=Path.cwd)
+    clock: Callable[[], datetime] = field(default_factory=lambda: (lambda: datetime.now(timezone.utc)))
+    monotonic: Callable[[], float] = time.monotonic
+    install_signal_handlers: bool = True
+
+
+DEFAULT_SYSTEM_PROMPT = """You are Mermaid, a coding agent running headless inside a CI pipeline or script.
+Work in the project directory with the tools you are given; paths are relative to the project root.
+Nobody can answer questions during the run: decide, state your assumption, and keep going.
+Keep changes minimal and focused on the task. When you are done, reply with a short summary of what
+you did and anything left undone."""
+
+
+class Output:
+    """Fans events out to stdout (per format), the session file and stderr progress."""
+
+    def __init__(self, fmt: str, io: RunIO, quiet: bool) -> None:
+        self.format = fmt
+        self.io = io
+        self.quiet = quiet
+        self.writer = ev.JsonlWriter(io.stdout)
+        self.session: Any = None  # SessionWriter once the session exists
+        self.started = False
+        self.tool_names: dict[str, str] = {}
+
+    def emit(self, event: ev._Event) -> None:
+        if self.format == "jsonl":
+            self.writer.write(event)
+        if self.session is not None and not isinstance(event, (ev.Text, ev.Reasoning)):
+            self.session.append("event", event=event.to_dict())
+        self._progress(event)
+
+    def _progress(self, event: ev._Event) -> None:
+        if self.quiet:
+            return
+        if isinstance(event, ev.ToolStarted):
+            self.tool_names[event.call_id] = event.name
+            self.note(f"{event.call_id} {event.name} {_brief(event.arguments)}")
+        elif isinstance(event, ev.ToolFinished):
+            mark = "ok" if event.status == "success" else event.status
+            self.note(f"{event.call_id} {mark}: {event.error or event.summary}")
+        elif isinstance(event, ev.Error):
+            self.note(("retrying: " if event.retryable else "error: ") + event.message)
+        elif isinstance(event, ev.ApprovalDecided) and event.verdict == "deny":
+            self.note(f"{event.call_id} denied by {event.by}: {event.reason or ''}")
+
+    def note(self, line: str) -> None:
+        try:
+            self.io.stderr.write(f"mermaid: {line}\n")
+            self.io.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def progress_line(self, line: str) -> None:
+        """Streamed tool output (a long test run stays visibly alive)."""
+        if not self.quiet:
+            try:
+                self.io.stderr.write(f"  | {line}\n")
+                self.io.stderr.flush()
+            except (OSError, ValueError):
+                pass
+
+    def final(self, result: ev.Result) -> None:
+        if self.format == "jsonl":
+            return  # the result line was already streamed
+        if self.format == "json":
+            payload = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        else:
+            body = result.response
+            if self.format == "markdown":
+                if result.errors:
+                    body += "\n\n---\n\n## Errors\n\n" + "".join(f"- {e}\n" for e in result.errors)
+            elif not body and result.errors:
+                body = "\n".join(result.errors)
+            payload = body if body.endswith("\n") or not body else body + "\n"
+        self.writer.write_bytes(payload.encode("utf-8", "replace"))
+        if self.format in ("text", "markdown"):
+            self.note(f"session: {result.session_id}")
+
+
+def _brief(arguments: dict[str, Any] | None) -> str:
+    if not arguments:
+        return ""
+    for key in ("command", "path", "url", "query", "pattern"):
+        if isinstance(arguments.get(key), str):
+            return arguments[key].splitlines()[0][:120] if arguments[key] else ""
+    return ""
+
+
+def resolve_prompt(prompt: str | None, io: RunIO) -> str:
+    """The prompt argument, piped stdin, or both (stdin appended as a fenced block)."""
+    piped = ""
+    if io.stdin is not None and not io.stdin_is_tty:
+        try:
+            piped = io.stdin.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read stdin: {exc}") from None
+    if prompt is None or prompt == "-":
+        if not piped:
+            raise UsageError("no prompt given: pass a prompt or pipe text on stdin")
+        return piped
+    if not prompt.strip():
+        raise UsageError("prompt must not be empty")
+    if piped:
+        return f"{prompt}\n\n```\n{piped}\n```"
+    return prompt
+
+
+def _read_text_file(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+class Run:
+    def __init__(self, opts: ExecOptions, io: RunIO) -> None:
+        self.opts = opts
+        self.io = io
+        fmt = opts.output_format
+        self.out = Output(fmt, io, opts.quiet)
+        self.t0 = io.monotonic()
+        self.session_id = ""
+        self.model_id = opts.model or ""
+        self.project_root = io.cwd
+        self.safety_mode = opts.safety or "auto"
+        self.tools: list[str] = []
+        self.limits: dict[str, Any] = {}
+        self.policy_digest: str | None = None
+        self.signum: int | None = None
+        self.timed_out = False
+        self.redact: Callable[[str], str] = lambda s: s
+        self.agent: Any = None
+        self.cleanups: list[Callable[[], Any]] = []
+
+    # -- helpers ------------------------------------------------------------------------------
+    def start_event(self) -> None:
+        if self.out.started:
+            return
+        self.out.started = True
+        self.out.emit(
+            ev.SessionStarted(
+                cli_version=__version__,
+                model=self.model_id,
+                session_id=self.session_id,
+                cwd=str(self.project_root),
+                safety_mode=self.safety_mode,
+                tools=self.tools,
+                limits=self.limits,
+                policy_digest=self.policy_digest,
+            )
+        )
+
+    def execute(self) -> int:
+        try:
+            return asyncio.run(self._main())
+        except KeyboardInterrupt:  # a signal before the loop could install its handlers
+            return self._finish(Interrupted(signal.SIGINT), None)
+
+    async def _main(self) -> int:
+        loop = asyncio.get_running_loop()
+        if self.io.install_signal_handlers:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(signum, self._on_signal, signum)
+                except (NotImplementedError, RuntimeError):  # pragma: no cover - non-main thread
+                    pass
+        self._run_task: asyncio.Task[Any] | None = None
+        error: BaseException | None = None
+        stats = None
+        try:
+            await self._prepare()
+            self.start_event()
+            remaining = self.deadline - self.io.monotonic()
+            self._run_task = asyncio.ensure_future(self.agent.run(self.prompt))
+            done, _ = await asyncio.wait({self._run_task}, timeout=max(remaining, 0.001))
+            if not done:
+                self.timed_out = True
+                self._run_task.cancel()
+                await asyncio.gather(self._run_task, return_exceptions=True)
+            if self.signum is not None:
+                raise Interrupted(self.signum)
+            if self.timed_out:
+                raise RunTimeout(f"the run exceeded --timeout {self.timeout_secs:g} seconds")
+            stats = self._run_task.result()
+        except asyncio.CancelledError:
+            error = Interrupted(self.signum or signal.SIGINT)
+        except MermaidError as exc:
+            error = exc
+        except Exception as exc:  # a bug in Mermaid: traceback to stderr only, exit 70
+            traceback.print_exc(file=self.io.stderr)
+            error = MermaidError(f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            await self._close()
+        if stats is None and self.agent is not None:
+            stats = self.agent.stats
+        return self._finish(error, stats)
+
+    def _on_signal(self, signum: int) -> None:
+        if self.signum is None:
+            self.signum = signum
+            self.out.note(f"received {signal.Signals(signum).name}: stopping the run")
+        if self._run_task is not None:
+            self._run_task.cancel()
+        else:
+            raise KeyboardInterrupt
+
+    async def _close(self) -> None:
+        if self.agent is not None:
+            await self.agent.aclose()
+            try:
+                await self.agent.provider.aclose()
+            except Exception:  # noqa: BLE001
+                pass
+        for cleanup in reversed(self.cleanups):
+            try:
+                outcome = cleanup()
+                if asyncio.iscoroutine(outcome):
+                    await outcome
+            except Exception:  # noqa: BLE001
+                pass
+
+    # -- preparing the run --------------------------------------------------------------------
+    async def _prepare(self) -> None:
+        from mermaid_cli import config as cfg
+        from mermaid_cli.agent import Agent, Limits
+        from mermaid_cli.session import create_session, load_session, latest_session_id, SessionWriter
+        from mermaid_cli.tools.base import ToolContext
+
+        opts, io = self.opts, self.io
+        if opts.path is not None:
+            root = (io.cwd / opts.path).resolve()
+            if not root.is_dir():
+                raise UsageError(f"--path {opts.path}: not a directory")
+            self.project_root = root
+        else:
+            self.project_root = io.cwd.resolve()
+        if opts.resume and opts.continue_:
+            raise UsageError("--resume and --continue cannot be used together")
+        if opts.system_prompt is not None and opts.system_prompt_file is not None:
+            raise UsageError("--system-prompt and --system-prompt-file cannot be used together")
+        if opts.append_system_prompt is not None and opts.append_system_prompt_file is not None:
+            raise UsageError("--append-system-prompt and --append-system-prompt-file cannot be used together")
+
+        flags = {
+            "model": opts.model,
+            "reasoning": opts.reasoning,
+            "run.max_turns": opts.max_turns,
+            "run.max_tokens": opts.max_tokens,
+            "run.max_cost": opts.max_cost,
+            "run.timeout": opts.timeout,
+            "safety.mode": opts.safety,
+            "safety.allow_untrusted_headless_tools": True if opts.allow_untrusted_tools else None,
+        }
+        loaded = cfg.load_settings(
+            project_root=self.project_root,
+            env=io.env,
+            profile=opts.profile,
+            overrides=list(opts.config_overrides),
+            flags=flags,
+        )
+        for warning in loaded.warnings:
+            self.out.note(warning)
+        settings = self.settings = loaded.settings
+        self.safety_mode = settings.safety.mode
+        self.model_id = settings.model or self.model_id
+        self.timeout_secs = settings.run.timeout
+        self.deadline = self.t0 + settings.run.timeout
+        self.limits = {
+            "max_turns": settings.run.max_turns,
+            "max_tokens": settings.run.max_tokens,
+            "max_cost": settings.run.max_cost,
+            "timeout": settings.run.timeout,
+        }
+        self.redact = self._build_redactor()
+
+        # Session: resume, continue or new. A missing session is exit 2, never a silent fresh start.
+        history = []
+        seq = 0
+        if opts.resume or opts.continue_:
+            sid = opts.resume
+            if opts.continue_:
+                sid = latest_session_id(self.project_root)
+                if sid is None:
+                    raise UsageError(f"--continue: no saved session found for {self.project_root}")
+            self.session_id = sid or ""
+            data = load_session(self.project_root, self.session_id)
+            for bad in data.bad_lines:
+                self.out.note(f"session file: skipped unreadable line {bad}")
+            history = data.messages
+            seq = data.last_seq
+            self.resumed_state = data.state
+        else:
+            self.resumed_state = {}
+
+        self.prompt = resolve_prompt(opts.prompt, io)
+        self.system_prompt = self._system_prompt()
+
+        provider, price = self._provider(settings)
+        self.model_id = provider.model_id
+        if settings.run.max_cost is not None and price is None:
+            raise UsageError(
+                f"--max-cost needs a price for {self.model_id}, and none is known; set [pricing] for it"
+            )
+
+        registry = self._registry()
+        self.tools = registry.names()
+
+        writer_kw = {"redact": self.redact, "clock": io.clock}
+        if self.session_id:
+            writer = SessionWriter(self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl", seq=seq, **writer_kw)
+            writer.message_count = len(history)
+        else:
+            self.session_id, writer = create_session(self.project_root, io.clock(), **writer_kw)
+            writer.append("started", session_id=self.session_id, model=self.model_id,
+                          cwd=str(self.project_root), cli_version=__version__)
+        writer.append("run", model=self.model_id, resumed=bool(history), safety_mode=self.safety_mode)
+        self.out.session = writer
+        self.cleanups.append(writer.close)
+
+        recorder = None
+        if opts.record:
+            from mermaid_cli.recording import Recorder
+
+            recorder = Recorder(Path(opts.record), self.model_id, io.clock().isoformat(), redact=self.redact)
+            self.cleanups.append(recorder.close)
+
+        ctx = ToolContext(
+            project_root=self.project_root,
+            session_id=self.session_id,
+            settings=settings,
+            progress=self.out.progress_line,
+            emit=self.out.emit,
+            interactive=False,
+        )
+        self.agent = Agent(
+            provider=provider,
+            registry=registry,
+            ctx=ctx,
+            emit=self.out.emit,
+            system_prompt=self.system_prompt,
+            history=history,
+            limits=Limits(settings.run.max_turns, settings.run.max_tokens, settings.run.max_cost),
+            price=price,
+            on_turn=recorder.record if recorder else None,
+            on_message=writer.append_message,
+            redact=self.redact,
+            reasoning=settings.reasoning,
+            max_output_tokens=settings.run.max_output_tokens,
+            monotonic=io.monotonic,
+        )
+
+    def _build_redactor(self) -> Callable[[str], str]:
+        secrets = set(self.opts.masks)
+        for name, value in self.io.env.items():
+            upper = name.upper()
+            if value and len(value) >= 6 and any(k in upper for k in ("KEY", "TOKEN", "SECRET", "PASSWORD")):
+                secrets.add(value)
+        for value in (self.io.env.get("MERMAID_MASK") or "").replace(",", "\n").splitlines():
+            if len(value.strip()) >= 4:
+                secrets.add(value.strip())
+        ordered = sorted((s for s in secrets if s), key=len, reverse=True)
+        if not ordered:
+            return lambda s: s
+
+        def redact(text: str) -> str:
+            for secret in ordered:
+                if secret in text:
+                    text = text.replace(secret, "[REDACTED]")
+            return text
+
+        return redact
+
+    def _system_prompt(self) -> str:
+        opts = self.opts
+        if opts.system_prompt_file is not None:
+            base = _read_text_file(opts.system_prompt_file, "--system-prompt-file")
+        elif opts.system_prompt is not None:
+            base = opts.system_prompt
+        else:
+            base = DEFAULT_SYSTEM_PROMPT
+        extra = None
+        if opts.append_system_prompt_file is not None:
+            extra = _read_text_file(opts.append_system_prompt_file, "--append-system-prompt-file")
+        elif opts.append_system_prompt is not None:
+            extra = opts.append_system_prompt
+        return f"{base.rstrip()}\n\n{extra.strip()}" if extra else base
+
+    def _provider(self, settings: Any) -> tuple[Any, Callable[[Any], float | None] | None]:
+        model = settings.model
+        if not model:
+            raise ProviderError(
+                "no model configured: pass --model provider/model (e.g. anthropic/claude-sonnet-4-5) "
+                "or set ANTHROPIC_API_KEY or OPENAI_API_KEY"
+            )
+        if model.startswith("replay/"):
+            from mermaid_cli.providers.replay import ReplayProvider
+
+            path = Path(model[len("replay/") :])
+            if not path.is_absolute():
+                path = self.io.cwd / path
+            provider = ReplayProvider(path, model)
+            return provider, None
+        raise ProviderError(f"unknown provider in model id {model!r}")
+
+    def _registry(self) -> Any:
+        from mermaid_cli.tools.base import ToolRegistry
+        from mermaid_cli.tools.files import ReadFile, WriteFile
+
+        return ToolRegistry([ReadFile(), WriteFile()])
+
+    # -- the result ---------------------------------------------------------------------------
+    def _finish(self, error: BaseException | None, stats: Any) -> int:
+        from mermaid_cli.agent import RunStats
+        from mermaid_cli.errors import Blocked
+
+        stats = stats or RunStats()
+        if error is None:
+            if stats.blocked:
+                status = "blocked"
+            elif getattr(getattr(self, "settings", None), "run", None) and self.settings.run.fail_on_tool_error and stats.tool_errors:
+                status = "failed"
+            else:
+                status = "success"
+            exit_code = EXIT_CODES[status]
+        else:
+            status = getattr(error, "status", "internal_error")
+            exit_code = getattr(error, "exit_code", 70)
+            # a block that happened before a provider error still loses to it (DESIGN.md §3 order)
+            if isinstance(error, Blocked):
+                status, exit_code = "blocked", 3
+        errors = list(stats.errors)
+        if error is not None:
+            message = self.redact(str(getattr(error, "message", error)))
+            errors.append(message)
+            if self.out.started:
+                self.out.emit(ev.Error(message=message, code=getattr(error, "code", None), retryable=False))
+            else:
+                self.out.note(f"error: {message}")
+        if not self.out.started:
+            self.start_event()
+        usage = stats.usage
+        result = ev.Result(
+            response=self.redact(stats.response),
+            reasoning=self.redact(stats.reasoning) if stats.reasoning else None,
+            total_tokens=usage.total_tokens,
+            errors=errors,
+            session_id=self.session_id,
+            status=status,
+            exit_code=exit_code,
+            num_turns=stats.num_turns,
+            duration_ms=int((self.io.monotonic() - self.t0) * 1000),
+            usage=ev.UsageInfo(**usage.model_dump()),
+            cost_usd=round(stats.cost_usd, 6) if stats.cost_usd is not None else None,
+            tool_calls=stats.tool_calls,
+            tool_errors=stats.tool_errors,
+            blocked=stats.blocked,
+            files_changed=stats.files_changed,
+            untrusted_content=stats.untrusted_content,
+        )
+        self.out.emit(result)
+        if self.out.session is not None:
+            self.out.session.close()
+        self.out.final(result)
+        if self.opts.output_last_message and stats.finished:
+            self._write_last_message(result.response)
+        return exit_code
+
+    def _write_last_message(self, text: str) -> None:
+        target = Path(self.opts.output_last_message)  # type: ignore[arg-type]
+        if not target.is_absolute():
+            target = self.io.cwd / target
+        tmp = target.with_name(f".{target.name}.tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, target)
+        except OSError as exc:
+            self.out.note(f"cannot write --output-last-message {target}: {exc.strerror}")
+
+
+def execute(opts: ExecOptions, io: RunIO) -> int:
+    return Run(opts, io).execute()
+
+
+def stdout_binary() -> BinaryIO:
+    return sys.stdout.buffer

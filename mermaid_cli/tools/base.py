@@ -1,0 +1,145 @@
+"""Tool base class, the per-run context tools receive, and the registry.
+
+A tool declares `name`, `description`, `category` and an `Args` pydantic model whose field
+descriptions become the JSON schema the model sees (short and exact: paid on every request).
+`run` returns a `ToolResult`; a tool that raises is turned into an error result by the loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from mermaid_cli.types import ToolCallBlock, ToolResult, ToolSpec
+
+# Every result the model sees is capped; the note says how much was cut.
+MAX_RESULT_CHARS = 30_000
+
+
+class ToolArgs(BaseModel):
+    """Base for argument models: unknown arguments are an error the model sees."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use during a run. `state` is per-run scratch shared by tools (background
+    processes, web snapshots...); `cleanups` run when the run ends, however it ends."""
+
+    project_root: Path
+    session_id: str = ""
+    settings: Any = None
+    progress: Callable[[str], None] = lambda _line: None
+    #: emit a protocol event (an `mermaid_cli.events` model), e.g. `tasks_updated`
+    emit: Callable[[Any], None] = lambda _event: None
+    #: a person is at a TTY and may be asked (never true in CI)
+    interactive: bool = False
+    checkpoint: Callable[[list[Path], str], None] | None = None
+    child_env: dict[str, str] | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
+
+
+class Tool:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[BaseModel]]
+    # read | edit | shell | process | web | mcp | subagent | memory | session
+    category: ClassVar[str] = "read"
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, input_schema=schema_of(self.Args))
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """A compact JSON schema for `model`: no titles, no `$defs` indirection where avoidable."""
+    schema = model.model_json_schema()
+    return _strip_titles(schema)
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_titles(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def cap_text(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """Keep head and tail of `text` within `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools or []:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec() for t in self._tools.values()]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def bind(self, call: ToolCallBlock) -> tuple[Tool, Any] | ToolResult:
+        """Resolve a call to its tool and validated arguments, or an error result for the model."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            return ToolResult.error(f"unknown tool {call.name!r}; available tools: {known}")
+        if call.arguments is None:
+            raw = (call.raw_arguments or "")[:200]
+            return ToolResult.error(
+                f"arguments for {call.name} are not a JSON object: {raw!r}. Send the arguments as a JSON object."
+            )
+        try:
+            args = tool.Args.model_validate(call.arguments)
+        except ValidationError as exc:
+            return ToolResult.error(f"invalid arguments for {call.name}: {_describe(exc)}")
+        return tool, args
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | None:
+    """Parse a model's JSON argument text; None when it is not a JSON object."""
+    if raw.strip() == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

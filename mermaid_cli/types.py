@@ -1,0 +1,174 @@
+"""Provider-neutral values that cross module boundaries. Frozen, no logic beyond trivial helpers.
+
+A conversation is a list of `Message`s whose `content` is a list of blocks. Tool results travel in
+`user` messages (as Anthropic does); the OpenAI adapters convert. The same models are written to
+session files and `--record` files, so they are pydantic models (validated when loaded back).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Usage(_Frozen):
+    """Token counts of one model call (or a sum). `input_tokens` excludes cache reads/writes."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_input_tokens
+            + self.cache_creation_input_tokens
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+        )
+
+
+class ImageData(_Frozen):
+    media_type: str  # image/png, image/jpeg, image/gif, image/webp
+    data: str  # base64
+
+
+class TextBlock(_Frozen):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ReasoningBlock(_Frozen):
+    """Model thinking. `signature`/`redacted` (Anthropic) and `item` (OpenAI reasoning item,
+    encrypted content included) are carried back to the provider verbatim on later turns."""
+
+    type: Literal["reasoning"] = "reasoning"
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+    provider: str | None = None
+    item: dict[str, Any] | None = None
+
+
+class ToolCallBlock(_Frozen):
+    """A tool call as our tools see it. `arguments` is None when the model sent text that is not
+    a JSON object; `raw_arguments` then holds it. `native` keeps a provider-native call as the
+    model wrote it (e.g. Anthropic's text editor), so history can send it back unchanged."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+    native: dict[str, Any] | None = None
+
+
+class ToolResultBlock(_Frozen):
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    content: str
+    is_error: bool = False
+    images: tuple[ImageData, ...] = ()
+
+
+class ImageBlock(_Frozen):
+    type: Literal["image"] = "image"
+    image: ImageData
+
+
+Block = Annotated[
+    Union[TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock],
+    Field(discriminator="type"),
+]
+
+
+class Message(_Frozen):
+    role: Literal["user", "assistant"]
+    content: tuple[Block, ...]
+
+    @classmethod
+    def user_text(cls, text: str) -> Message:
+        return cls(role="user", content=(TextBlock(text=text),))
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolCallBlock]:
+        return [b for b in self.content if isinstance(b, ToolCallBlock)]
+
+
+class ToolSpec(_Frozen):
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class TurnRequest(_Frozen):
+    """One model call. `response_schema` asks for JSON-only output (the --output-schema turn)."""
+
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int | None = None
+    reasoning: Literal["none", "low", "medium", "high"] | None = None
+    response_schema: dict[str, Any] | None = None
+
+
+StopReason = str  # "stop", "tool_use", "length", "content_filter" or a provider-specific string
+
+
+class ModelTurn(_Frozen):
+    """What one model call produced, provider-neutral. This is also one line of a recording."""
+
+    content: tuple[Block, ...]
+    stop_reason: StopReason | None = None
+    usage: Usage | None = None
+    model: str | None = None
+
+    @property
+    def message(self) -> Message:
+        return Message(role="assistant", content=self.content)
+
+
+class Decision(_Frozen):
+    """What the policy gate decided about one tool call."""
+
+    verdict: Literal["allow", "deny", "ask"]
+    by: Literal["mode", "rule", "hook", "classifier", "user", "headless", "hard_deny", "network"]
+    reason: str | None = None
+    risk: str | None = None
+
+
+class ToolResult(_Frozen):
+    """A tool's outcome. Failures are data (`is_error=True`), never exceptions across the loop.
+    `summary` is one line for `tool_finished.summary`; `metadata` carries tool specifics
+    (`exit_code`, `fuzzy`, `files_changed`, `web`, ...)."""
+
+    content: str
+    is_error: bool = False
+    summary: str = ""
+    images: tuple[ImageData, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def error(cls, message: str, **metadata: Any) -> ToolResult:
+        return cls(content=message, is_error=True, summary=message.splitlines()[0][:200] if message else "error", metadata=metadata)
