@@ -80,7 +80,7 @@ def _cap(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     head = limit // 2
-    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-(limit - head):]}"
+    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-(limit - head) :]}"
 
 
 def _cap_args(value: Any) -> Any:
@@ -102,7 +102,11 @@ def repair_history(messages: list[Message]) -> list[Message]:
         if not calls:
             continue
         nxt = messages[i + 1] if i + 1 < len(messages) else None
-        answered = {b.call_id for b in nxt.content if isinstance(b, ToolResultBlock)} if nxt and nxt.role == "user" else set()
+        answered = (
+            {b.call_id for b in nxt.content if isinstance(b, ToolResultBlock)}
+            if nxt and nxt.role == "user"
+            else set()
+        )
         missing = [c for c in calls if c.id not in answered]
         if not missing:
             continue
@@ -268,7 +272,11 @@ class Agent:
                     result = ToolResult.error(message)
                     if gate.blocked:
                         self.stats.blocked.append(
-                            {"call_id": call_id, "tool": call.name, "reason": gate.decision.reason or "approval required"}
+                            {
+                                "call_id": call_id,
+                                "tool": call.name,
+                                "reason": gate.decision.reason or "approval required",
+                            }
                         )
                 if gate.decision.by != "mode" or gate.decision.verdict != "allow":
                     self.emit(
@@ -334,7 +342,9 @@ class Agent:
                 else None,
             )
         )
-        return ToolResultBlock(call_id=call.id, content=result.content, is_error=result.is_error, images=result.images)
+        return ToolResultBlock(
+            call_id=call.id, content=result.content, is_error=result.is_error, images=result.images
+        )
 
     def redact_obj(self, value: Any) -> Any:
         if isinstance(value, str):

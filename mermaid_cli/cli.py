@@ -31,7 +31,9 @@ def cli() -> None:
 def _run_options(func: Any) -> Any:
     options = [
         click.argument("prompt", required=False),
-        click.option("--json", "json_flag", is_flag=True, help="Stream JSONL events on stdout (= --format jsonl)."),
+        click.option(
+            "--json", "json_flag", is_flag=True, help="Stream JSONL events on stdout (= --format jsonl)."
+        ),
         click.option(
             "-f",
             "--format",
@@ -40,28 +42,77 @@ def _run_options(func: Any) -> Any:
             default=None,
             help="text: final answer; json: the result object; jsonl: every event; markdown. [default: text]",
         ),
-        click.option("-m", "--model", help="Model id provider/model, e.g. anthropic/claude-sonnet-4-5 or replay/FILE."),
+        click.option(
+            "-m", "--model", help="Model id provider/model, e.g. anthropic/claude-sonnet-4-5 or replay/FILE."
+        ),
         click.option("--max-turns", type=click.IntRange(min=1), help="Stop with exit 4 after N model calls."),
-        click.option("--max-tokens", type=click.IntRange(min=1), help="Stop with exit 4 after N tokens (whole run)."),
-        click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), help="Stop with exit 4 after USD spent."),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Whole-run wall clock in seconds (exit 124). [default: 1200]"),
-        click.option("--resume", "resume", metavar="ID", help="Continue the session ID (exit 2 if it does not exist)."),
-        click.option("--continue", "continue_", is_flag=True, help="Continue the newest session of this project."),
-        click.option("--record", metavar="FILE", help="Record every model turn to FILE (replay with --model replay/FILE)."),
-        click.option("-c", "--config", "config_overrides", multiple=True, metavar="KEY=VALUE", help="Config override, VALUE parsed as TOML (repeatable)."),
+        click.option(
+            "--max-tokens", type=click.IntRange(min=1), help="Stop with exit 4 after N tokens (whole run)."
+        ),
+        click.option(
+            "--max-cost",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Stop with exit 4 after USD spent.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Whole-run wall clock in seconds (exit 124). [default: 1200]",
+        ),
+        click.option(
+            "--resume", "resume", metavar="ID", help="Continue the session ID (exit 2 if it does not exist)."
+        ),
+        click.option(
+            "--continue", "continue_", is_flag=True, help="Continue the newest session of this project."
+        ),
+        click.option(
+            "--record",
+            metavar="FILE",
+            help="Record every model turn to FILE (replay with --model replay/FILE).",
+        ),
+        click.option(
+            "-c",
+            "--config",
+            "config_overrides",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Config override, VALUE parsed as TOML (repeatable).",
+        ),
         click.option("--profile", help="Apply [profiles.NAME] from the user config."),
-        click.option("-p", "--path", "path", metavar="DIR", help="Project directory (default: the current directory)."),
+        click.option(
+            "-p", "--path", "path", metavar="DIR", help="Project directory (default: the current directory)."
+        ),
         click.option("--system-prompt", help="Replace the system prompt."),
-        click.option("--system-prompt-file", metavar="FILE", help="Replace the system prompt with FILE's text."),
+        click.option(
+            "--system-prompt-file", metavar="FILE", help="Replace the system prompt with FILE's text."
+        ),
         click.option("--append-system-prompt", help="Append text to the system prompt."),
-        click.option("--append-system-prompt-file", metavar="FILE", help="Append FILE's text to the system prompt."),
+        click.option(
+            "--append-system-prompt-file", metavar="FILE", help="Append FILE's text to the system prompt."
+        ),
         click.option("--output-last-message", metavar="FILE", help="Also write the final answer to FILE."),
-        click.option("--safety", type=click.Choice(["read_only", "ask", "auto", "full_access"]), help="Safety mode. [default: auto]"),
+        click.option(
+            "--safety",
+            type=click.Choice(["read_only", "ask", "auto", "full_access"]),
+            help="Safety mode. [default: auto]",
+        ),
         click.option("--policy", metavar="NAME|FILE", help="A policy preset from policies/ or a TOML file."),
-        click.option("--allow-untrusted-tools", is_flag=True, help="Let web, MCP and subagent calls through a headless ask."),
+        click.option(
+            "--allow-untrusted-tools",
+            is_flag=True,
+            help="Let web, MCP and subagent calls through a headless ask.",
+        ),
         click.option("--no-interactive", is_flag=True, help="Never prompt, even at a TTY."),
-        click.option("--reasoning", type=click.Choice(["none", "low", "medium", "high"]), help="Reasoning depth."),
-        click.option("--mask", "masks", multiple=True, metavar="VALUE", help="A secret to redact from all output (repeatable)."),
+        click.option(
+            "--reasoning", type=click.Choice(["none", "low", "medium", "high"]), help="Reasoning depth."
+        ),
+        click.option(
+            "--mask",
+            "masks",
+            multiple=True,
+            metavar="VALUE",
+            help="A secret to redact from all output (repeatable).",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="No progress on stderr."),
     ]
     for option in reversed(options):
@@ -69,9 +120,11 @@ def _run_options(func: Any) -> Any:
     return func
 
 
-def _exec(kwargs: dict[str, Any]) -> None:
-    from mermaid_cli.runner import ExecOptions, RunIO, execute
+def options_from_params(params: dict[str, Any]) -> Any:
+    """ExecOptions from the parsed click parameters of `exec`/`run`."""
+    from mermaid_cli.runner import ExecOptions
 
+    kwargs = dict(params)
     json_flag = kwargs.pop("json_flag")
     fmt = kwargs.pop("output_format")
     if fmt == "ndjson":
@@ -82,7 +135,13 @@ def _exec(kwargs: dict[str, Any]) -> None:
         fmt = "jsonl"
     kwargs["config_overrides"] = list(kwargs["config_overrides"])
     kwargs["masks"] = list(kwargs["masks"])
-    opts = ExecOptions(output_format=fmt or "text", **kwargs)
+    return ExecOptions(output_format=fmt or "text", **kwargs)
+
+
+def _exec(kwargs: dict[str, Any]) -> None:
+    from mermaid_cli.runner import RunIO, execute
+
+    opts = options_from_params(kwargs)
     io = RunIO(
         stdin=sys.stdin,
         stdin_is_tty=_isatty(sys.stdin),
@@ -185,7 +244,7 @@ def sessions_show(session_id: str, as_json: bool, path: str) -> None:
         payload = {
             "session_id": data.session_id,
             "model": data.started.get("model"),
-            "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in data.messages],
+            "messages": [m.model_dump(mode="json", exclude_none=True) for m in data.messages],
             "state": data.state,
             "bad_lines": data.bad_lines,
         }
@@ -212,7 +271,9 @@ def config_group() -> None:
 @config_group.command("show")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: each key with its value and source.")
 @click.option("--profile", help="Apply [profiles.NAME].")
-@click.option("-c", "--config", "config_overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
+@click.option(
+    "-c", "--config", "config_overrides", multiple=True, metavar="KEY=VALUE", help="Config override."
+)
 @click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
 def config_show(as_json: bool, profile: str | None, config_overrides: tuple[str, ...], path: str) -> None:
     """Print the effective config and where each value came from."""
@@ -223,7 +284,9 @@ def config_show(as_json: bool, profile: str | None, config_overrides: tuple[str,
     from mermaid_cli.errors import ConfigError
 
     try:
-        loaded = load_settings(project_root=Path(path).resolve(), profile=profile, overrides=list(config_overrides))
+        loaded = load_settings(
+            project_root=Path(path).resolve(), profile=profile, overrides=list(config_overrides)
+        )
     except ConfigError as exc:
         click.echo(f"mermaid: {exc.message}", err=True)
         sys.exit(2)

@@ -28,7 +28,9 @@ class RunSettings(Section):
     max_tokens: int | None = Field(None, ge=1, description="Whole-run token budget before exit 4.")
     max_cost: float | None = Field(None, gt=0, description="Whole-run cost budget in USD before exit 4.")
     timeout: float = Field(1200, gt=0, description="Whole-run wall clock in seconds before exit 124.")
-    max_output_tokens: int | None = Field(None, ge=1, description="Per-response output cap sent to the model.")
+    max_output_tokens: int | None = Field(
+        None, ge=1, description="Per-response output cap sent to the model."
+    )
     fail_on_tool_error: bool = Field(False, description="Exit 1 when any tool call ended in an error.")
 
 
@@ -138,7 +140,9 @@ def nest(parts: list[str], value: Any) -> dict[str, Any]:
     return out
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any], sources: dict[str, str], source: str, prefix: str = "") -> None:
+def _merge(
+    base: dict[str, Any], over: dict[str, Any], sources: dict[str, str], source: str, prefix: str = ""
+) -> None:
     """Deep merge: tables merge, scalars and arrays replace. Records each leaf's source."""
     for key, value in over.items():
         path = f"{prefix}{key}"
@@ -171,7 +175,9 @@ def _safety_rank(mode: Any) -> int:
     return SAFETY_MODES.index(mode) if mode in SAFETY_MODES else len(SAFETY_MODES)
 
 
-def _clamp_project(data: dict[str, Any], current_mode: Any, source: str, warnings: list[str]) -> dict[str, Any]:
+def _clamp_project(
+    data: dict[str, Any], current_mode: Any, source: str, warnings: list[str]
+) -> dict[str, Any]:
     """A project file may only tighten safety and may not configure providers, servers or web trust."""
     data = _copy(data)
     for key in PROJECT_FORBIDDEN:
@@ -242,7 +248,9 @@ def load_settings(
         _merge(merged, layer.data, sources, layer.source)
     if project is not None:
         files.append(str(project_path))
-        current_mode = merged.get("safety", {}).get("mode", "auto") if isinstance(merged.get("safety"), dict) else "auto"
+        current_mode = (
+            merged.get("safety", {}).get("mode", "auto") if isinstance(merged.get("safety"), dict) else "auto"
+        )
         clamped = _clamp_project(project, current_mode, str(project_path), warnings)
         _merge(merged, clamped, sources, str(project_path))
     if policy is not None:

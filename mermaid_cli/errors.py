@@ -43,7 +43,12 @@ class ProviderError(MermaidError):
     code = "provider"
 
     def __init__(
-        self, message: str, *, code: str | None = None, retryable: bool = False, status_code: int | None = None
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        retryable: bool = False,
+        status_code: int | None = None,
     ) -> None:
         super().__init__(message, code=code)
         self.retryable = retryable

@@ -9,7 +9,7 @@ their "absent" value (None, or False for `fuzzy`), exactly as the original Merma
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, BinaryIO, ClassVar, Literal, Union
+from typing import Annotated, Any, BinaryIO, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -191,20 +191,18 @@ def _move_after(data: dict[str, Any], key: str, anchor: str) -> dict[str, Any]:
 
 
 Event = Annotated[
-    Union[
-        SessionStarted,
-        Text,
-        Reasoning,
-        ToolStarted,
-        ToolFinished,
-        ApprovalRequired,
-        ApprovalDecided,
-        TasksUpdated,
-        Error,
-        TurnDone,
-        VerifyFinished,
-        Result,
-    ],
+    SessionStarted
+    | Text
+    | Reasoning
+    | ToolStarted
+    | ToolFinished
+    | ApprovalRequired
+    | ApprovalDecided
+    | TasksUpdated
+    | Error
+    | TurnDone
+    | VerifyFinished
+    | Result,
     Field(discriminator="type"),
 ]
 

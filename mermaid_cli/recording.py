@@ -49,7 +49,9 @@ def load_turns(path: Path) -> tuple[dict[str, Any], list[ModelTurn]]:
         kind = obj.get("type")
         if kind == "header":
             if obj.get("version", VERSION) > VERSION:
-                raise UsageError(f"{path}:{lineno}: recording version {obj['version']} is newer than this Mermaid reads ({VERSION})")
+                raise UsageError(
+                    f"{path}:{lineno}: recording version {obj['version']} is newer than this Mermaid reads ({VERSION})"
+                )
             header = obj
         elif kind == "turn":
             body = {k: v for k, v in obj.items() if k in ("content", "stop_reason", "usage", "model")}
@@ -63,7 +65,13 @@ def load_turns(path: Path) -> tuple[dict[str, Any], list[ModelTurn]]:
 
 
 def header_line(model: str, recorded_at: str) -> dict[str, Any]:
-    return {"type": "header", "format": FORMAT, "version": VERSION, "model": model, "recorded_at": recorded_at}
+    return {
+        "type": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "model": model,
+        "recorded_at": recorded_at,
+    }
 
 
 def turn_line(turn: ModelTurn) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -76,7 +76,7 @@ class RunIO:
     stderr_is_tty: bool = False
     env: dict[str, str] | os._Environ[str] = field(default_factory=lambda: os.environ)
     cwd: Path = field(default_factory=Path.cwd)
-    clock: Callable[[], datetime] = field(default_factory=lambda: (lambda: datetime.now(timezone.utc)))
+    clock: Callable[[], datetime] = field(default_factory=lambda: lambda: datetime.now(UTC))
     monotonic: Callable[[], float] = time.monotonic
     install_signal_handlers: bool = True
 
@@ -301,7 +301,7 @@ class Run:
     async def _prepare(self) -> None:
         from mermaid_cli import config as cfg
         from mermaid_cli.agent import Agent, Limits
-        from mermaid_cli.session import create_session, load_session, latest_session_id, SessionWriter
+        from mermaid_cli.session import SessionWriter, create_session, latest_session_id, load_session
         from mermaid_cli.tools.base import ToolContext
 
         opts, io = self.opts, self.io
@@ -385,12 +385,21 @@ class Run:
 
         writer_kw = {"redact": self.redact, "clock": io.clock}
         if self.session_id:
-            writer = SessionWriter(self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl", seq=seq, **writer_kw)
+            writer = SessionWriter(
+                self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl",
+                seq=seq,
+                **writer_kw,
+            )
             writer.message_count = len(history)
         else:
             self.session_id, writer = create_session(self.project_root, io.clock(), **writer_kw)
-            writer.append("started", session_id=self.session_id, model=self.model_id,
-                          cwd=str(self.project_root), cli_version=__version__)
+            writer.append(
+                "started",
+                session_id=self.session_id,
+                model=self.model_id,
+                cwd=str(self.project_root),
+                cli_version=__version__,
+            )
         writer.append("run", model=self.model_id, resumed=bool(history), safety_mode=self.safety_mode)
         self.out.session = writer
         self.cleanups.append(writer.close)
@@ -495,7 +504,11 @@ class Run:
         if error is None:
             if stats.blocked:
                 status = "blocked"
-            elif getattr(getattr(self, "settings", None), "run", None) and self.settings.run.fail_on_tool_error and stats.tool_errors:
+            elif (
+                getattr(getattr(self, "settings", None), "run", None)
+                and self.settings.run.fail_on_tool_error
+                and stats.tool_errors
+            ):
                 status = "failed"
             else:
                 status = "success"

@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +64,18 @@ class SessionData:
 class SessionWriter:
     """Appends lines to one session file. `redact` is applied to every line before it is written."""
 
-    def __init__(self, path: Path, *, redact: Callable[[str], str] = lambda s: s, seq: int = 0,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        redact: Callable[[str], str] = lambda s: s,
+        seq: int = 0,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.path = path
         self._redact = redact
         self._seq = seq
-        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._clock = clock or (lambda: datetime.now(UTC))
         self._fh = path.open("a", encoding="utf-8")
         os.chmod(path, 0o600)
         self.message_count = 0
@@ -85,7 +91,9 @@ class SessionWriter:
             pass
 
     def append_message(self, message: Message) -> None:
-        self.append("message", index=self.message_count, message=message.model_dump(mode="json", exclude_defaults=True))
+        self.append(
+            "message", index=self.message_count, message=message.model_dump(mode="json", exclude_none=True)
+        )
         self.message_count += 1
 
     def close(self) -> None:
@@ -186,7 +194,7 @@ def list_sessions(project_root: Path) -> list[SessionSummary]:
     for p in sorted(d.glob("*.jsonl")):
         s = read_session_file(p)
         first_user = next((m.text for m in s.messages if m.role == "user" and m.text), "")
-        updated = datetime.fromtimestamp(p.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+        updated = datetime.fromtimestamp(p.stat().st_mtime, UTC).isoformat(timespec="seconds")
         out.append(
             SessionSummary(
                 session_id=s.session_id,

@@ -7,7 +7,7 @@ session files and `--record` files, so they are pydantic models (validated when 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,8 +38,7 @@ class Usage(_Frozen):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens
-            + other.cache_creation_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
         )
 
 
@@ -92,7 +91,7 @@ class ImageBlock(_Frozen):
 
 
 Block = Annotated[
-    Union[TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock],
+    TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock,
     Field(discriminator="type"),
 ]
 
@@ -171,4 +170,9 @@ class ToolResult(_Frozen):
 
     @classmethod
     def error(cls, message: str, **metadata: Any) -> ToolResult:
-        return cls(content=message, is_error=True, summary=message.splitlines()[0][:200] if message else "error", metadata=metadata)
+        return cls(
+            content=message,
+            is_error=True,
+            summary=message.splitlines()[0][:200] if message else "error",
+            metadata=metadata,
+        )

@@ -159,7 +159,9 @@ class ReadFile(Tool):
         if b"\x00" in head:
             return ToolResult.error(f"{resolved.display} is a binary file ({size} bytes); not shown")
         if size == 0:
-            return ToolResult(content=f"{resolved.display} is empty", summary=f"Read {resolved.display} (empty)")
+            return ToolResult(
+                content=f"{resolved.display} is empty", summary=f"Read {resolved.display} (empty)"
+            )
         offset = args.offset or 1
         limit = args.limit or DEFAULT_LIMIT
         out: list[str] = []
@@ -173,9 +175,7 @@ class ReadFile(Tool):
                 break
             out.append(f"{number:>6}\t{_show_line(raw, cut)}")
         if not out:
-            return ToolResult.error(
-                f"offset {offset} is past the end of {resolved.display} ({number} lines)"
-            )
+            return ToolResult.error(f"offset {offset} is past the end of {resolved.display} ({number} lines)")
         last = offset + len(out) - 1
         text = "\n".join(out)
         if more:
@@ -232,9 +232,7 @@ class DeleteFile(Tool):
             if existing is None:
                 return ToolResult.error(f"{args.path} does not exist")
             if stat.S_ISDIR(existing.st_mode):
-                return ToolResult.error(
-                    f"{resolved.display} is a directory; delete_file removes files only"
-                )
+                return ToolResult.error(f"{resolved.display} is a directory; delete_file removes files only")
             checkpoint(ctx, [resolved], "delete_file")
             fileio.delete(resolved)
         except (PathRefused, OSError) as exc:

@@ -1,0 +1,153 @@
+"""The real `mermaid` binary: exit codes and the first/last line guarantee on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES, call, run_mermaid, say, write_script
+
+
+def assert_framed(out, code: int, status: str):
+    assert out.code == code, (out.stdout, out.stderr)
+    events = out.events
+    assert events[0]["type"] == "session_started"
+    assert events[-1]["type"] == "result"
+    assert events[-1]["exit_code"] == code and events[-1]["status"] == status
+    assert "Traceback" not in out.stdout and "Traceback" not in out.stderr
+    return events[-1]
+
+
+def test_demo_subprocess(project):
+    out = run_mermaid(
+        ["exec", "--json", "--model", f"replay/{FIXTURES}/demo/hello.jsonl", "create hello.txt"], project
+    )
+    assert_framed(out, 0, "success")
+    assert (project / "hello.txt").read_text() == "hi\n"
+
+
+def test_python_dash_m_and_version(project):
+    out = run_mermaid(["--version"], project)
+    assert out.code == 0 and out.stdout.startswith("mermaid ")
+
+
+def test_empty_prompt_is_exit_2(project):
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "--model", "replay/x.jsonl", "  "], project), 2, "usage_error"
+    )
+    assert "prompt must not be empty" in result["errors"][-1]
+
+
+def test_no_prompt_and_no_stdin_is_exit_2(project):
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "--model", "replay/x.jsonl"], project), 2, "usage_error"
+    )
+    assert "no prompt given" in result["errors"][-1]
+
+
+def test_unknown_flag_is_exit_2_without_traceback(project):
+    out = run_mermaid(["exec", "--no-such-flag", "hi"], project)
+    assert out.code == 2 and "No such option" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_malformed_toml_names_the_file(project, isolated_env):
+    cfg = isolated_env / "config" / "config.toml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("model = \n")
+    result = assert_framed(run_mermaid(["exec", "--json", "hi"], project), 2, "usage_error")
+    assert str(cfg) in result["errors"][-1] and "malformed TOML" in result["errors"][-1]
+
+
+def test_unknown_config_key_names_file_and_key(project):
+    (project / ".mermaid").mkdir()
+    (project / ".mermaid" / "config.toml").write_text("[run]\nmax_turnz = 3\n")
+    result = assert_framed(run_mermaid(["exec", "--json", "hi"], project), 2, "usage_error")
+    msg = result["errors"][-1]
+    assert ".mermaid/config.toml" in msg and "run.max_turnz" in msg and "unknown key" in msg
+
+
+def test_bad_override_value_names_the_flag(project):
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "-c", "run.max_turns=0", "hi"], project), 2, "usage_error"
+    )
+    assert "-c run.max_turns" in result["errors"][-1] and "greater than or equal to 1" in result["errors"][-1]
+
+
+def test_resume_unknown_id_is_exit_2(project):
+    result = assert_framed(
+        run_mermaid(
+            ["exec", "--json", "--resume", "20990101_000000_000", "--model", "replay/x", "hi"], project
+        ),
+        2,
+        "usage_error",
+    )
+    assert "session 20990101_000000_000 not found" in result["errors"][-1]
+
+
+def test_continue_without_session_is_exit_2(project):
+    result = assert_framed(run_mermaid(["exec", "--json", "--continue", "hi"], project), 2, "usage_error")
+    assert "no saved session" in result["errors"][-1]
+
+
+def test_replay_file_that_is_not_jsonl_is_exit_2(project):
+    (project / "bad.jsonl").write_text("this is not json\n")
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "--model", "replay/bad.jsonl", "hi"], project), 2, "usage_error"
+    )
+    assert "bad.jsonl:1: not a JSON line" in result["errors"][-1]
+
+
+def test_replay_exhausted_is_exit_5(project):
+    write_script(project / "s.jsonl", [call("read_file", {"path": "x"})])
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "--model", "replay/s.jsonl", "hi"], project), 5, "provider_error"
+    )
+    assert "recorded only 1" in result["errors"][-1]
+
+
+def test_no_model_is_exit_5_naming_env_vars(project):
+    result = assert_framed(run_mermaid(["exec", "--json", "hi"], project), 5, "provider_error")
+    assert "ANTHROPIC_API_KEY" in result["errors"][-1]
+
+
+def test_limit_exit_4_subprocess(project):
+    write_script(project / "s.jsonl", [call("read_file", {"path": "x"}, f"c{i}") for i in range(3)])
+    assert_framed(
+        run_mermaid(["exec", "--json", "--max-turns", "1", "--model", "replay/s.jsonl", "hi"], project),
+        4,
+        "limit",
+    )
+
+
+def test_run_alias_accepts_ndjson(project):
+    write_script(project / "s.jsonl", [say("hi there")])
+    out = run_mermaid(["run", "-f", "ndjson", "--model", "replay/s.jsonl", "hi"], project)
+    assert_framed(out, 0, "success")
+
+
+def test_prompt_from_stdin(project):
+    write_script(project / "s.jsonl", [say("ok")])
+    out = run_mermaid(["exec", "--json", "--model", "replay/s.jsonl"], project, stdin="from stdin\n")
+    assert_framed(out, 0, "success")
+
+
+def test_stdout_closed_early_no_traceback(project):
+    write_script(
+        project / "s.jsonl",
+        [call("write_file", {"path": "a.txt", "content": "x" * 100}), say("done " * 2000)],
+    )
+    cmd = f'{sys.executable} -m mermaid_cli exec --json --model replay/s.jsonl hi | head -1; echo "rc=${{PIPESTATUS[0]}}" >&2'
+    proc = subprocess.run(["bash", "-c", cmd], cwd=project, capture_output=True, text=True, timeout=60)
+    assert json.loads(proc.stdout.splitlines()[0])["type"] == "session_started"
+    assert "rc=0" in proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+    assert (project / "a.txt").exists()  # the run still did its work
+
+
+@pytest.mark.parametrize(
+    "args", [["--resume", "x", "--continue"], ["--system-prompt", "a", "--system-prompt-file", "b"]]
+)
+def test_conflicting_flags_are_exit_2(project, args):
+    assert_framed(run_mermaid(["exec", "--json", *args, "hi"], project), 2, "usage_error")
