@@ -1,0 +1,50 @@
+"""The environment child processes get: provider keys and secret-looking variables removed.
+
+Used for `execute_command`, background processes (and by the lead for MCP servers and hooks).
+A model-driven command must not be able to print our credentials into the transcript, so the
+scrub is by name, conservatively: anything that *looks* secret goes unless explicitly allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+# Named explicitly so the list documents intent even where the pattern below would catch them.
+PROVIDER_KEY_VARS = frozenset(
+    {
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "OPENAI_API_KEY",
+        "GROQ_API_KEY",
+        "XAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "NVIDIA_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "OLLAMA_API_KEY",
+        "MERMAID_DAEMON_TOKEN",
+    }
+)
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+# Non-interactive defaults: a child must never wait for a credential prompt or a pager.
+_FORCED = {"GIT_TERMINAL_PROMPT": "0"}
+_DEFAULTS = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb"}
+
+
+def is_secret_name(name: str) -> bool:
+    """True when an environment variable of this name is treated as a secret."""
+    return name.upper() in PROVIDER_KEY_VARS or _SECRET_NAME.search(name) is not None
+
+
+def scrubbed_env(base: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+    """A copy of `base` without secret-looking variables (names in `allow` are kept, compared
+    case-sensitively as environment names are), plus non-interactive defaults."""
+    allowed = set(allow)
+    env = {k: v for k, v in base.items() if k in allowed or not is_secret_name(k)}
+    env.update(_FORCED)
+    for key, value in _DEFAULTS.items():
+        env.setdefault(key, value)
+    return env
