@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mermaid_cli import compaction as cmp
 from mermaid_cli import events as ev
-from mermaid_cli.errors import LimitReached
-from mermaid_cli.providers.base import Provider
+from mermaid_cli.errors import LimitReached, ProviderError
+from mermaid_cli.providers.base import NullSink, Provider
 from mermaid_cli.tools.base import Tool, ToolContext, ToolRegistry
 from mermaid_cli.types import (
     Decision,
@@ -51,6 +52,15 @@ class AllowAllGate:
 
     async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult:
         return GateResult(Decision(verdict="allow", by="mode"))
+
+
+@dataclass
+class CompactionPolicy:
+    auto_enabled: bool = True
+    threshold_percent: int = 85
+    tail_turns: int = 2
+    max_recoveries: int = 3
+    window: int = 200_000
 
 
 @dataclass
@@ -135,7 +145,11 @@ class Agent:
         limits: Limits | None = None,
         price: Callable[[Usage], float | None] | None = None,
         on_turn: Callable[[ModelTurn], None] | None = None,
-        on_message: Callable[[Message], None] | None = None,
+        on_message: Callable[[Message], int | None] | None = None,
+        on_compaction: Callable[[list[int], list[int | None]], None] | None = None,
+        history_ids: list[int] | None = None,
+        compaction: CompactionPolicy | None = None,
+        note: Callable[[str], None] = lambda _line: None,
         redact: Callable[[str], str] = lambda s: s,
         reasoning: str | None = None,
         max_output_tokens: int | None = None,
@@ -146,12 +160,21 @@ class Agent:
         self.ctx = ctx
         self.emit = emit
         self.system_prompt = system_prompt
-        self.messages: list[Message] = repair_history(list(history or []))
+        history = list(history or [])
+        ids = list(history_ids) if history_ids else [None] * len(history)
+        by_identity = {id(m): i for i, m in zip(ids, history, strict=False)}
+        self.messages: list[Message] = repair_history(list(history))
+        # Session-log number of each message of the working context (None: not in the log).
+        self.log_ids: list[int | None] = [by_identity.get(id(m)) for m in self.messages]
         self.gate = gate or AllowAllGate()
         self.limits = limits or Limits()
         self.price = price
         self.on_turn = on_turn
         self.on_message = on_message
+        self.on_compaction = on_compaction
+        self.compaction = compaction or CompactionPolicy()
+        self.note = note
+        self.context_tokens = 0
         self.redact = redact
         self.reasoning = reasoning
         self.max_output_tokens = max_output_tokens
@@ -162,8 +185,7 @@ class Agent:
     # -- conversation -------------------------------------------------------------------------
     def _commit(self, message: Message) -> None:
         self.messages.append(message)
-        if self.on_message is not None:
-            self.on_message(message)
+        self.log_ids.append(self.on_message(message) if self.on_message is not None else None)
 
     def _request_messages(self) -> tuple[Message, ...]:
         """The conversation as sent: only the newest few images travel to the provider."""
@@ -194,6 +216,7 @@ class Agent:
             self._commit(Message.user_text(prompt))
         while True:
             self._check_limits()
+            await self._maybe_compact()
             turn = await self._model_turn()
             calls = turn.message.tool_calls
             if not calls:
@@ -219,24 +242,34 @@ class Agent:
             )
 
     async def _model_turn(self) -> ModelTurn:
-        request = TurnRequest(
-            system=self.system_prompt,
-            messages=self._request_messages(),
-            tools=tuple(self.registry.specs()),
-            max_output_tokens=self.max_output_tokens,
-            reasoning=self.reasoning,  # type: ignore[arg-type]
-        )
-        turn = await self.provider.turn(request, _EmitSink(self))
+        recoveries = 0
+        while True:
+            request = TurnRequest(
+                system=self.system_prompt,
+                messages=self._request_messages(),
+                tools=tuple(self.registry.specs()),
+                max_output_tokens=self.max_output_tokens,
+                reasoning=self.reasoning,  # type: ignore[arg-type]
+            )
+            try:
+                turn = await self.provider.turn(request, _EmitSink(self))
+                break
+            except ProviderError as exc:
+                # A prompt that no longer fits: compact and try again, a bounded number of times.
+                if not cmp.is_context_too_long_error(exc) or recoveries >= self.compaction.max_recoveries:
+                    raise
+                recoveries += 1
+                self.note(f"the context is too long for the model; compacting (attempt {recoveries})")
+                if not await self._compact(None, max_chars=self.compaction.window * 2):
+                    raise
         self.stats.num_turns += 1
         if self.on_turn is not None:
             self.on_turn(turn)
         usage = turn.usage or Usage()
-        self.stats.usage = self.stats.usage + usage
+        self._account(usage)
+        self.context_tokens = usage.total_tokens if turn.usage is not None else self._estimate_tokens() + 100
+        self.ctx.state["tokens_total"] = self.stats.usage.total_tokens
         cost = self.price(usage) if self.price is not None else None
-        if cost is None:
-            self.stats.cost_usd = None
-        elif self.stats.cost_usd is not None:
-            self.stats.cost_usd += cost
         self.emit(
             ev.TurnDone(
                 total_tokens=usage.total_tokens if turn.usage is not None else None,
@@ -247,6 +280,69 @@ class Agent:
         )
         self._commit(turn.message)
         return turn
+
+    def _account(self, usage: Usage) -> None:
+        self.stats.usage = self.stats.usage + usage
+        cost = self.price(usage) if self.price is not None else None
+        if cost is None:
+            self.stats.cost_usd = None
+        elif self.stats.cost_usd is not None:
+            self.stats.cost_usd += cost
+
+    def _estimate_tokens(self) -> int:
+        chars = len(self.system_prompt) + sum(len(m.model_dump_json()) for m in self.messages)
+        return chars // 4
+
+    # -- compaction ---------------------------------------------------------------------------
+    async def _maybe_compact(self) -> None:
+        focus = self.ctx.state.pop("compact_requested", None)
+        policy = self.compaction
+        due = policy.auto_enabled and cmp.should_compact(
+            self.context_tokens, policy.window, policy.threshold_percent
+        )
+        if focus is not None or due:
+            await self._compact(focus)
+
+    async def _compact(self, focus: str | None, *, max_chars: int | None = None) -> bool:
+        """Summarise older history into a checkpoint; the session log keeps every message."""
+        request = cmp.build_summary_request(self.messages, focus, max_chars=max_chars)
+        try:
+            turn = await self.provider.turn(request, NullSink())
+        except ProviderError as exc:
+            self.note(f"compaction failed: {exc.message}")
+            return False
+        if self.on_turn is not None:
+            self.on_turn(turn)
+        usage = turn.usage or Usage()
+        self._account(usage)
+        cost = self.price(usage) if self.price is not None else None
+        self.emit(
+            ev.TurnDone(
+                total_tokens=usage.total_tokens if turn.usage is not None else None,
+                stop_reason="compaction",
+                usage=ev.UsageInfo(**usage.model_dump()),
+                cost_usd=cost,
+            )
+        )
+        summary = turn.message.text
+        try:
+            new_messages, removed = cmp.apply_compaction(self.messages, summary, self.compaction.tail_turns)
+        except ValueError:
+            self.note("compaction failed: the summary was empty")
+            return False
+        if not removed:
+            return False
+        kept_ids = [self.log_ids[i] for i in range(len(self.messages)) if i not in set(removed)]
+        removed_ids = [self.log_ids[i] for i in removed if self.log_ids[i] is not None]
+        checkpoint = new_messages[0]
+        checkpoint_id = self.on_message(checkpoint) if self.on_message is not None else None
+        self.messages = new_messages
+        self.log_ids = [checkpoint_id, *kept_ids]
+        if self.on_compaction is not None:
+            self.on_compaction(removed_ids, self.log_ids)  # type: ignore[arg-type]
+        self.context_tokens = self._estimate_tokens()
+        self.note(f"compacted {len(removed)} messages into a checkpoint summary")
+        return True
 
     # -- one tool call ------------------------------------------------------------------------
     async def _run_call(self, call: ToolCallBlock) -> ToolResultBlock:

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mermaid_cli.errors import ConfigError
 from mermaid_cli.settings.base import Section
+from mermaid_cli.settings.exec import ExecSection
+from mermaid_cli.settings.longrun import CompactionSection, MemorySection
 
 SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
 
@@ -50,6 +52,9 @@ class Settings(BaseModel):
     )
     run: RunSettings = Field(default_factory=RunSettings)
     safety: SafetySettings = Field(default_factory=SafetySettings)
+    exec: ExecSection = Field(default_factory=ExecSection)
+    compaction: CompactionSection = Field(default_factory=CompactionSection)
+    memory: MemorySection = Field(default_factory=MemorySection)
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.

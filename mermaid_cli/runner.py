@@ -300,7 +300,7 @@ class Run:
     # -- preparing the run --------------------------------------------------------------------
     async def _prepare(self) -> None:
         from mermaid_cli import config as cfg
-        from mermaid_cli.agent import Agent, Limits
+        from mermaid_cli.agent import Agent, CompactionPolicy, Limits
         from mermaid_cli.session import SessionWriter, create_session, latest_session_id, load_session
         from mermaid_cli.tools.base import ToolContext
 
@@ -353,7 +353,10 @@ class Run:
 
         # Session: resume, continue or new. A missing session is exit 2, never a silent fresh start.
         history = []
+        history_ids: list[int] = []
         seq = 0
+        self.resumed_next_index = 0
+        self.resumed_compactions = 0
         if opts.resume or opts.continue_:
             sid = opts.resume
             if opts.continue_:
@@ -365,13 +368,15 @@ class Run:
             for bad in data.bad_lines:
                 self.out.note(f"session file: skipped unreadable line {bad}")
             history = data.messages
+            history_ids = data.context_ids
             seq = data.last_seq
+            self.resumed_next_index = max(data.all_messages, default=-1) + 1
+            self.resumed_compactions = data.compactions
             self.resumed_state = data.state
         else:
             self.resumed_state = {}
 
         self.prompt = resolve_prompt(opts.prompt, io)
-        self.system_prompt = self._system_prompt()
 
         provider, price = self._provider(settings)
         self.model_id = provider.model_id
@@ -380,17 +385,16 @@ class Run:
                 f"--max-cost needs a price for {self.model_id}, and none is known; set [pricing] for it"
             )
 
-        registry = self._registry()
+        registry = self._registry(settings)
         self.tools = registry.names()
+        self.system_prompt = self._system_prompt(settings)
 
         writer_kw = {"redact": self.redact, "clock": io.clock}
         if self.session_id:
-            writer = SessionWriter(
-                self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl",
-                seq=seq,
-                **writer_kw,
-            )
-            writer.message_count = len(history)
+            path = self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl"
+            writer = SessionWriter(path, seq=seq, **writer_kw)
+            writer.message_count = self.resumed_next_index
+            writer.compactions = self.resumed_compactions
         else:
             self.session_id, writer = create_session(self.project_root, io.clock(), **writer_kw)
             writer.append(
@@ -411,14 +415,27 @@ class Run:
             recorder = Recorder(Path(opts.record), self.model_id, io.clock().isoformat(), redact=self.redact)
             self.cleanups.append(recorder.close)
 
+        from mermaid_cli.childenv import scrubbed_env
+        from mermaid_cli.session import archive_of
+
         ctx = ToolContext(
             project_root=self.project_root,
             session_id=self.session_id,
             settings=settings,
             progress=self.out.progress_line,
-            emit=self.out.emit,
+            emit=self._tool_event,
             interactive=False,
+            child_env=scrubbed_env(io.env, settings.exec.env_allow),
         )
+        ctx.state["user_config_dir"] = cfg.user_config_dir(io.env)
+        ctx.state["safety_mode"] = settings.safety.mode
+        ctx.state["archive"] = lambda: archive_of(writer.path)
+        if "tasks" in self.resumed_state:
+            from mermaid_cli.tools.tasks import TaskStore
+
+            ctx.state["tasks"] = TaskStore.from_dict(self.resumed_state["tasks"])
+        self.ctx = ctx
+        comp = settings.compaction
         self.agent = Agent(
             provider=provider,
             registry=registry,
@@ -430,6 +447,16 @@ class Run:
             price=price,
             on_turn=recorder.record if recorder else None,
             on_message=writer.append_message,
+            on_compaction=writer.append_compaction,
+            history_ids=history_ids,
+            compaction=CompactionPolicy(
+                auto_enabled=comp.auto_enabled,
+                threshold_percent=comp.auto_threshold_percent,
+                tail_turns=comp.tail_turns,
+                max_recoveries=comp.max_truncation_recoveries,
+                window=comp.context_window or context_window(self.model_id),
+            ),
+            note=self.out.note,
             redact=self.redact,
             reasoning=settings.reasoning,
             max_output_tokens=settings.run.max_output_tokens,
@@ -457,20 +484,51 @@ class Run:
 
         return redact
 
-    def _system_prompt(self) -> str:
+    def _system_prompt(self, settings: Any) -> str:
         opts = self.opts
         if opts.system_prompt_file is not None:
             base = _read_text_file(opts.system_prompt_file, "--system-prompt-file")
         elif opts.system_prompt is not None:
             base = opts.system_prompt
         else:
-            base = DEFAULT_SYSTEM_PROMPT
+            import platform
+
+            from mermaid_cli.config import user_config_dir
+            from mermaid_cli.instructions import load_project_instructions
+            from mermaid_cli.prompts import build_system_prompt
+            from mermaid_cli.tools.memory import memory_index
+
+            user_dir = user_config_dir(self.io.env)
+            index = ""
+            if settings.memory.enabled:
+                index = memory_index(
+                    self.project_root, user_dir / "memory", cap=settings.memory.index_cap_bytes
+                )
+            base = build_system_prompt(
+                tools=self.tools,
+                safety_mode=self.safety_mode,
+                project_root=self.project_root,
+                instructions=load_project_instructions(self.project_root, user_dir),
+                memory_index=index,
+                interactive=False,
+                os_name=platform.system() or "unknown OS",
+            )
         extra = None
         if opts.append_system_prompt_file is not None:
             extra = _read_text_file(opts.append_system_prompt_file, "--append-system-prompt-file")
         elif opts.append_system_prompt is not None:
             extra = opts.append_system_prompt
-        return f"{base.rstrip()}\n\n{extra.strip()}" if extra else base
+        return f"{base.rstrip()}\n\n{extra.strip()}\n" if extra else base
+
+    def _tool_event(self, event: Any) -> None:
+        """Tools emit protocol events (or their dict form); task changes are also saved for --resume."""
+        if isinstance(event, dict):
+            event = ev.parse_event(json.dumps(event))
+        if isinstance(event, ev.TasksUpdated) and self.out.session is not None:
+            store = self.ctx.state.get("tasks")
+            if store is not None:
+                self.out.session.append("state", tasks=store.to_dict())
+        self.out.emit(event)
 
     def _provider(self, settings: Any) -> tuple[Any, Callable[[Any], float | None] | None]:
         model = settings.model
@@ -489,11 +547,15 @@ class Run:
             return provider, None
         raise ProviderError(f"unknown provider in model id {model!r}")
 
-    def _registry(self) -> Any:
+    def _registry(self, settings: Any) -> Any:
         from mermaid_cli.tools.base import ToolRegistry
+        from mermaid_cli.tools.catalog_longrun import longrun_tools
+        from mermaid_cli.tools.catalog_shell import shell_tools
         from mermaid_cli.tools.files import ReadFile, WriteFile
 
-        return ToolRegistry([ReadFile(), WriteFile()])
+        tools = [ReadFile(), WriteFile(), *shell_tools()]
+        tools += longrun_tools(interactive=False, memory_enabled=settings.memory.enabled)
+        return ToolRegistry(tools)
 
     # -- the result ---------------------------------------------------------------------------
     def _finish(self, error: BaseException | None, stats: Any) -> int:
@@ -567,6 +629,20 @@ class Run:
             os.replace(tmp, target)
         except OSError as exc:
             self.out.note(f"cannot write --output-last-message {target}: {exc.strerror}")
+
+
+def context_window(model_id: str) -> int:
+    """The context window of a model, in tokens, when `[compaction] context_window` does not say."""
+    name = model_id.split("/", 1)[-1].lower()
+    if "gpt-4.1" in name:
+        return 1_047_576
+    if name.startswith(("gpt-5", "o3", "o4")):
+        return 400_000
+    if name.startswith("gpt-4o"):
+        return 128_000
+    if "claude" in name or model_id.startswith("anthropic/"):
+        return 200_000
+    return 128_000
 
 
 def execute(opts: ExecOptions, io: RunIO) -> int:

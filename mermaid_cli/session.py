@@ -57,6 +57,9 @@ class SessionData:
     started: dict[str, Any] = field(default_factory=dict)
     bad_lines: list[str] = field(default_factory=list)
     compacted: dict[int, int] = field(default_factory=dict)  # message index -> compaction number
+    all_messages: dict[int, Message] = field(default_factory=dict)  # every logged message by index
+    context_ids: list[int] = field(default_factory=list)  # log index of each message of `messages`
+    compactions: int = 0
     runs: int = 0
     last_seq: int = 0
 
@@ -79,6 +82,7 @@ class SessionWriter:
         self._fh = path.open("a", encoding="utf-8")
         os.chmod(path, 0o600)
         self.message_count = 0
+        self.compactions = 0
 
     def append(self, kind: str, **body: Any) -> None:
         self._seq += 1
@@ -90,11 +94,17 @@ class SessionWriter:
         except ValueError:  # closed: a late event after the run ended
             pass
 
-    def append_message(self, message: Message) -> None:
-        self.append(
-            "message", index=self.message_count, message=message.model_dump(mode="json", exclude_none=True)
-        )
+    def append_message(self, message: Message) -> int:
+        index = self.message_count
+        self.append("message", index=index, message=message.model_dump(mode="json", exclude_none=True))
         self.message_count += 1
+        return index
+
+    def append_compaction(self, removed: list[int], context: list[int | None]) -> None:
+        """Mark `removed` messages as summarised away; `context` is the working context after it."""
+        self.compactions += 1
+        kept = [i for i in context if i is not None]
+        self.append("compaction", number=self.compactions, removed=removed, context=kept)
 
     def close(self) -> None:
         self._fh.close()
@@ -135,6 +145,7 @@ def load_session(project_root: Path, session_id: str) -> SessionData:
 def read_session_file(path: Path) -> SessionData:
     data = SessionData(session_id=path.stem, path=path)
     messages: dict[int, Message] = {}
+    context: list[int] | None = None
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             if not raw.strip():
@@ -156,13 +167,56 @@ def read_session_file(path: Path) -> SessionData:
                 elif kind == "state":
                     data.state.update({k: v for k, v in line.items() if k not in ("v", "seq", "ts", "kind")})
                 elif kind == "compaction":
+                    data.compactions += 1
+                    number = int(line.get("number", data.compactions))
                     for idx in line.get("removed", []):
-                        data.compacted[int(idx)] = int(line.get("index", 0))
+                        data.compacted[int(idx)] = number
+                    context = [int(i) for i in line.get("context", [])]
             except (ValueError, KeyError, TypeError, ValidationError) as exc:
                 reason = str(exc).splitlines()[0][:200]
                 data.bad_lines.append(f"{path.name}:{lineno}: {reason}")
-    data.messages = [messages[i] for i in sorted(messages)]
+    data.all_messages = messages
+    # The working context: the last compaction's context, then every message logged after it.
+    if context is None:
+        ids = sorted(messages)
+    else:
+        last = max(context, default=-1)
+        ids = [i for i in context if i in messages] + [i for i in sorted(messages) if i > last]
+    data.context_ids = ids
+    data.messages = [messages[i] for i in ids]
     return data
+
+
+def archive_of(path: Path) -> list[Any]:
+    """Every logged message of a session, for `context_archive` (compacted ones included)."""
+    from mermaid_cli.tools.context import ArchivedMessage
+
+    data = read_session_file(path)
+    return [
+        ArchivedMessage(index=i, role=m.role, text=render_message(m), compacted_by=data.compacted.get(i))
+        for i, m in sorted(data.all_messages.items())
+    ]
+
+
+def render_message(message: Message) -> str:
+    from mermaid_cli.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolCallBlock):
+            args = (
+                json.dumps(block.arguments, ensure_ascii=False)
+                if block.arguments is not None
+                else block.raw_arguments
+            )
+            parts.append(f"[tool call {block.name} {args}]")
+        elif isinstance(block, ToolResultBlock):
+            parts.append(f"[tool result{' (error)' if block.is_error else ''}]\n{block.content}")
+        elif isinstance(block, ReasoningBlock) and block.text:
+            parts.append(f"[reasoning] {block.text}")
+    return "\n".join(parts)
 
 
 def latest_session_id(project_root: Path) -> str | None:

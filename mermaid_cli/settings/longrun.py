@@ -20,6 +20,9 @@ class CompactionSection(Section):
     max_truncation_recoveries: int = Field(
         default=3, ge=0, description="Compact-and-retry attempts in a row after a context-too-long error."
     )
+    context_window: int | None = Field(
+        default=None, ge=1000, description="The model's context window in tokens (default: known per model)."
+    )
 
 
 class MemorySection(Section):
