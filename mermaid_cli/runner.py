@@ -412,7 +412,9 @@ class Run:
         if opts.record:
             from mermaid_cli.recording import Recorder
 
-            recorder = Recorder(Path(opts.record), self.model_id, io.clock().isoformat(), redact=self.redact)
+            recorder = Recorder(
+                io.cwd / opts.record, self.model_id, io.clock().isoformat(), redact=self.redact
+            )
             self.cleanups.append(recorder.close)
 
         from mermaid_cli.childenv import scrubbed_env

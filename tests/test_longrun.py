@@ -10,26 +10,49 @@ from mermaid_cli.session import load_session
 
 
 def _session_lines(project, sid):
-    return [json.loads(x) for x in (project / ".mermaid/conversations" / f"{sid}.jsonl").read_text().splitlines()]
+    return [
+        json.loads(x) for x in (project / ".mermaid/conversations" / f"{sid}.jsonl").read_text().splitlines()
+    ]
 
 
 def test_two_compactions_and_the_answer_comes_from_the_archive(project):
-    script = write_script(project / "s.jsonl", [
-        call("write_file", {"path": "notes.txt", "content": "the launch code is 4417"}, "c1", input_tokens=9000, output_tokens=10),
-        say("## Goal\nremember the code\n## Decisions\nnone\n## Files touched\nnotes.txt\n## Open items\nnone"),
-        call("read_file", {"path": "notes.txt"}, "c2", input_tokens=9500, output_tokens=10),
-        say("## Goal\nanswer\n## Decisions\nnone\n## Files touched\nnone\n## Open items\nfind the code"),
-        call("context_archive", {"query": "launch code"}, "c3", input_tokens=2000, output_tokens=10),
-        say("The launch code is 4417."),
-    ])
-    args = ["--json", "-c", "compaction.context_window=10000", "-c", "compaction.tail_turns=1",
-            "--model", f"replay/{script}", "what is the launch code?"]
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call(
+                "write_file",
+                {"path": "notes.txt", "content": "the launch code is 4417"},
+                "c1",
+                input_tokens=9000,
+                output_tokens=10,
+            ),
+            say(
+                "## Goal\nremember the code\n## Decisions\nnone\n## Files touched\nnotes.txt\n## Open items\nnone"
+            ),
+            call("read_file", {"path": "notes.txt"}, "c2", input_tokens=9500, output_tokens=10),
+            say("## Goal\nanswer\n## Decisions\nnone\n## Files touched\nnone\n## Open items\nfind the code"),
+            call("context_archive", {"query": "launch code"}, "c3", input_tokens=2000, output_tokens=10),
+            say("The launch code is 4417."),
+        ],
+    )
+    args = [
+        "--json",
+        "-c",
+        "compaction.context_window=10000",
+        "-c",
+        "compaction.tail_turns=1",
+        "--model",
+        f"replay/{script}",
+        "what is the launch code?",
+    ]
     out = run_inprocess(args, project)
     assert out.code == 0, out.stderr
     assert out.events[-1]["response"] == "The launch code is 4417."
     stops = [e["stop_reason"] for e in out.events if e["type"] == "turn_done"]
     assert stops.count("compaction") == 2
-    archive_result = [e for e in out.events if e["type"] == "tool_finished" and e["name"] == "context_archive"][0]
+    archive_result = [
+        e for e in out.events if e["type"] == "tool_finished" and e["name"] == "context_archive"
+    ][0]
     assert "4417" in archive_result["output"] and "removed by compaction" in archive_result["output"]
 
     sid = out.events[0]["session_id"]
@@ -53,23 +76,36 @@ def test_two_compactions_and_the_answer_comes_from_the_archive(project):
 
 
 def test_model_requested_compaction_runs_before_the_next_call(project):
-    script = write_script(project / "s.jsonl", [
-        call("write_file", {"path": "a.txt", "content": "x"}, "c1"),
-        call("compact_context", {"focus": "the file a.txt"}, "c2"),
-        say("summary: wrote a.txt"),
-        say("done"),
-    ])
-    out = run_inprocess(["--json", "-c", "compaction.tail_turns=1", "--model", f"replay/{script}", "go"], project)
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("write_file", {"path": "a.txt", "content": "x"}, "c1"),
+            call("compact_context", {"focus": "the file a.txt"}, "c2"),
+            say("summary: wrote a.txt"),
+            say("done"),
+        ],
+    )
+    out = run_inprocess(
+        ["--json", "-c", "compaction.tail_turns=1", "--model", f"replay/{script}", "go"], project
+    )
     assert out.code == 0
-    assert [e["stop_reason"] for e in out.events if e["type"] == "turn_done"] == ["tool_use", "tool_use", "compaction", "stop"]
+    assert [e["stop_reason"] for e in out.events if e["type"] == "turn_done"] == [
+        "tool_use",
+        "tool_use",
+        "compaction",
+        "stop",
+    ]
 
 
 def test_tasks_are_streamed_and_restored_by_resume(project):
-    script = write_script(project / "s.jsonl", [
-        call("task_create", {"tasks": [{"subject": "write code"}, {"subject": "test it"}]}, "c1"),
-        call("task_update", {"updates": [{"id": 1, "status": "completed"}]}, "c2"),
-        say("halfway"),
-    ])
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("task_create", {"tasks": [{"subject": "write code"}, {"subject": "test it"}]}, "c1"),
+            call("task_update", {"updates": [{"id": 1, "status": "completed"}]}, "c2"),
+            say("halfway"),
+        ],
+    )
     out = run_inprocess(["--json", "--model", f"replay/{script}", "plan"], project)
     updates = [e for e in out.events if e["type"] == "tasks_updated"]
     assert [u["completed"] for u in updates] == [0, 1] and updates[-1]["total"] == 2
@@ -109,15 +145,22 @@ def test_context_too_long_compacts_and_retries(project):
 
     history = [
         Message.user_text("old task"),
-        Message(role="assistant", content=(ToolCallBlock(id="a", name="read_file", arguments={"path": "x"}),)),
+        Message(
+            role="assistant", content=(ToolCallBlock(id="a", name="read_file", arguments={"path": "x"}),)
+        ),
         Message(role="user", content=(ToolResultBlock(call_id="a", content="y" * 1000),)),
         Message(role="assistant", content=(TextBlock(text="done before"),)),
     ]
     events = []
     provider = TooLongOnce()
     agent = Agent(
-        provider=provider, registry=ToolRegistry(), ctx=ToolContext(project_root=project), emit=events.append,
-        system_prompt="sys", history=history, compaction=CompactionPolicy(tail_turns=1),
+        provider=provider,
+        registry=ToolRegistry(),
+        ctx=ToolContext(project_root=project),
+        emit=events.append,
+        system_prompt="sys",
+        history=history,
+        compaction=CompactionPolicy(tail_turns=1),
     )
     stats = asyncio.run(agent.run("new question"))
     assert stats.response == "answered" and provider.calls == 3

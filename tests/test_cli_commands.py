@@ -1,0 +1,75 @@
+"""Side commands and startup hygiene: sessions, config show, record/replay, lazy imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import FIXTURES, call, run_inprocess, run_mermaid, say, write_script
+
+
+def test_help_and_version_import_no_heavy_modules(project):
+    probe = (
+        "import sys\n"
+        "from mermaid_cli.cli import cli\n"
+        "for argv in (['--version'], ['exec', '--help'], ['--help']):\n"
+        "    try:\n"
+        "        cli.main(argv, prog_name='mermaid', standalone_mode=False)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = [m for m in ('httpx', 'anthropic', 'openai', 'rich', 'mcp', 'trafilatura', 'keyring', 'pydantic') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=project)
+    assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_exec_help_teaches(project):
+    out = run_mermaid(["exec", "--help"], project)
+    assert out.code == 0
+    for needle in ("--json", "--max-cost", "--resume", "Exit codes", "replay/"):
+        assert needle in out.stdout
+
+
+def test_record_then_replay_gives_the_same_run(project):
+    script = write_script(
+        project / "s.jsonl", [call("write_file", {"path": "a.txt", "content": "A"}), say("done")]
+    )
+    first = run_inprocess(["--json", "--record", "rec.jsonl", "--model", f"replay/{script}", "go"], project)
+    assert first.code == 0
+    (project / "a.txt").unlink()
+    second = run_inprocess(["--json", "--model", f"replay/{project / 'rec.jsonl'}", "go"], project)
+    assert second.code == 0 and (project / "a.txt").read_text() == "A"
+    strip = lambda evs: [
+        {k: v for k, v in e.items() if k not in ("session_id", "model", "duration_ms")} for e in evs
+    ]
+    assert strip(first.events[1:]) == strip(second.events[1:])
+    header = json.loads((project / "rec.jsonl").read_text().splitlines()[0])
+    assert header["type"] == "header" and header["format"] == "mermaid-recording"
+
+
+def test_sessions_list_and_show(project):
+    run_mermaid(["exec", "--model", f"replay/{FIXTURES}/demo/hello.jsonl", "create hello.txt"], project)
+    listing = run_mermaid(["sessions", "list", "--json"], project)
+    rows = json.loads(listing.stdout)
+    assert len(rows) == 1 and rows[0]["title"] == "create hello.txt" and rows[0]["messages"] == 4
+    shown = run_mermaid(["sessions", "show", rows[0]["session_id"], "--json"], project)
+    payload = json.loads(shown.stdout)
+    assert payload["messages"][1]["content"][1]["name"] == "write_file"
+    text = run_mermaid(["sessions", "show", rows[0]["session_id"]], project)
+    assert "tool call write_file" in text.stdout
+    missing = run_mermaid(["sessions", "show", "nope"], project)
+    assert missing.code == 2 and "not found" in missing.stderr
+
+
+def test_config_show_reports_sources(project, isolated_env):
+    cfg = isolated_env / "config" / "config.toml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("[run]\nmax_turns = 9\n")
+    out = run_mermaid(["config", "show", "--json", "-c", "run.timeout=30"], project)
+    data = json.loads(out.stdout)["settings"]
+    assert data["run.max_turns"] == {"value": 9, "source": str(cfg)}
+    assert data["run.timeout"] == {"value": 30, "source": "-c run.timeout"}
+    bad = run_mermaid(["config", "show", "-c", "run.nope=1"], project)
+    assert bad.code == 2 and "run.nope: unknown key" in bad.stderr

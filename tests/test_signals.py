@@ -1,0 +1,104 @@
+"""Signals, the wall clock and hostile tool output, against the real binary and real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import call, run_inprocess, say, write_script
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+def _start(project, args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "mermaid_cli", "exec", "--json", *args],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for_line(proc, kind, timeout=30):
+    deadline = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < deadline:
+        raw = proc.stdout.readline()
+        if not raw:
+            break
+        lines.append(json.loads(raw))
+        if lines[-1]["type"] == kind:
+            return lines
+    raise AssertionError(f"no {kind} line: {lines}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_ends_the_run_cleanly(project, signum, code):
+    write_script(
+        project / "s.jsonl",
+        [
+            call("execute_command", {"command": "echo $$ > child.pid; sleep 60"}),
+            say("never"),
+        ],
+    )
+    proc = _start(project, ["--model", "replay/s.jsonl", "wait"])
+    head = _wait_for_line(proc, "tool_started")
+    for _ in range(100):
+        if (project / "child.pid").exists() and (project / "child.pid").read_text().strip():
+            break
+        time.sleep(0.05)
+    child = int((project / "child.pid").read_text())
+    proc.send_signal(signum)
+    rest, err = proc.communicate(timeout=30)
+    events = head + [json.loads(x) for x in rest.splitlines()]
+    assert proc.returncode == code, err
+    assert events[0]["type"] == "session_started" and events[-1]["type"] == "result"
+    assert events[-1]["status"] == "interrupted" and events[-1]["exit_code"] == code
+    assert any(e["type"] == "tool_finished" and e["status"] == "cancelled" for e in events)
+    assert b"Traceback" not in err
+    for _ in range(50):
+        if not _pid_alive(child):
+            break
+        time.sleep(0.1)
+    assert not _pid_alive(child), "the command outlived the run"
+    sid = events[0]["session_id"]
+    assert (project / ".mermaid/conversations" / f"{sid}.jsonl").stat().st_size > 0
+
+
+def test_timeout_is_exit_124(project):
+    write_script(project / "s.jsonl", [call("execute_command", {"command": "sleep 60"}), say("never")])
+    proc = _start(project, ["--timeout", "1.5", "--model", "replay/s.jsonl", "wait"])
+    out, err = proc.communicate(timeout=60)
+    events = [json.loads(x) for x in out.splitlines()]
+    assert proc.returncode == 124, err
+    assert events[-1]["status"] == "timeout" and "--timeout" in events[-1]["errors"][-1]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(min_size=1, max_size=3000))
+def test_arbitrary_tool_output_bytes_give_valid_jsonl(tmp_path, data):
+    project = tmp_path / f"p{abs(hash(data))}"
+    project.mkdir()
+    (project / "junk.bin").write_bytes(data)
+    script = write_script(
+        project / "s.jsonl", [call("execute_command", {"command": "cat junk.bin"}), say("ok")]
+    )
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "show"], project)
+    assert out.code == 0
+    for line in out.stdout.splitlines():
+        json.loads(line)  # every line is JSON
+    assert out.events[-1]["type"] == "result"
