@@ -41,9 +41,11 @@ def test_record_then_replay_gives_the_same_run(project):
     (project / "a.txt").unlink()
     second = run_inprocess(["--json", "--model", f"replay/{project / 'rec.jsonl'}", "go"], project)
     assert second.code == 0 and (project / "a.txt").read_text() == "A"
-    strip = lambda evs: [
-        {k: v for k, v in e.items() if k not in ("session_id", "model", "duration_ms")} for e in evs
-    ]
+
+    def strip(evs):
+        drop = ("session_id", "model", "duration_ms")
+        return [{k: v for k, v in e.items() if k not in drop} for e in evs]
+
     assert strip(first.events[1:]) == strip(second.events[1:])
     header = json.loads((project / "rec.jsonl").read_text().splitlines()[0])
     assert header["type"] == "header" and header["format"] == "mermaid-recording"
