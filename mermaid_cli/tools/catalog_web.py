@@ -1,0 +1,72 @@
+"""Which web tools a run offers, and why the others are absent (for `mermaid doctor` and for a
+model that calls an absent tool)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mermaid_cli.tools.base import Tool
+from mermaid_cli.tools.web_fetch import WebFetch, web_settings_of
+from mermaid_cli.tools.web_search import WebSearch
+from mermaid_cli.web.search_backends import select_backend
+
+NO_NETWORK = "web tools are disabled for this run (network access is denied, e.g. --no-network)"
+
+
+def web_tools(settings: Any, env: Mapping[str, str], *, network_allowed: bool = True) -> list[Tool]:
+    """The viable web tools. `settings` is the top-level Settings (its `.web` is used) or a
+    WebSettings; `env` is where BRAVE_API_KEY / TAVILY_API_KEY are looked up."""
+    if not network_allowed:
+        return []
+    web = web_settings_of(settings)
+    tools: list[Tool] = [WebFetch(web)]
+    choice = select_backend(web, env)
+    if choice.backend is not None:
+        tools.append(WebSearch(choice.backend))
+    return tools
+
+
+def omitted_web_tools(
+    settings: Any, env: Mapping[str, str], *, network_allowed: bool = True
+) -> dict[str, str]:
+    """name → model-facing reason and remedy, for each web tool `web_tools` did not offer."""
+    if not network_allowed:
+        return {"web_fetch": NO_NETWORK, "web_search": NO_NETWORK}
+    choice = select_backend(web_settings_of(settings), env)
+    return {} if choice.viable else {"web_search": f"web_search is not available: {choice.reason}"}
+
+
+def web_search_status(settings: Any, env: Mapping[str, str], *, network_allowed: bool = True) -> str:
+    """One paragraph for `mermaid doctor`: the web_search backend in use, or how to enable one."""
+    if not network_allowed:
+        return NO_NETWORK
+    choice = select_backend(web_settings_of(settings), env)
+    if choice.viable:
+        return f"web_search: {choice.reason}"
+    return f"web_search is not available: {choice.reason}"
+
+
+# ---- for the policy gate ---------------------------------------------------------------------
+
+
+def call_uses_network(name: str, arguments: dict[str, Any] | None) -> bool:
+    """False for calls that only read a snapshot already in the run (no new egress)."""
+    if name == "web_fetch" and arguments and arguments.get("snapshot_id") and not arguments.get("url"):
+        return False
+    return name in ("web_fetch", "web_search")
+
+
+def call_in_allowed_domains(settings: Any, name: str, arguments: dict[str, Any] | None) -> bool:
+    """True when a web_fetch call targets a host in `[web] allowed_domains` (auto mode then skips
+    the classifier). Redirects are still checked by netguard; web_search never qualifies."""
+    from mermaid_cli.web.netguard import FetchRefused, check_url, host_allowed
+
+    url = (arguments or {}).get("url")
+    if name != "web_fetch" or not isinstance(url, str):
+        return False
+    try:
+        host = check_url(url).host
+    except FetchRefused:
+        return False
+    return host_allowed(host, web_settings_of(settings).allowed_domains)
