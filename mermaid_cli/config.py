@@ -21,6 +21,7 @@ from mermaid_cli.errors import ConfigError
 from mermaid_cli.settings.base import Section
 from mermaid_cli.settings.exec import ExecSection
 from mermaid_cli.settings.longrun import CompactionSection, MemorySection
+from mermaid_cli.settings.web import WebSettings
 
 SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
 
@@ -55,6 +56,7 @@ class Settings(BaseModel):
     exec: ExecSection = Field(default_factory=ExecSection)
     compaction: CompactionSection = Field(default_factory=CompactionSection)
     memory: MemorySection = Field(default_factory=MemorySection)
+    web: WebSettings = Field(default_factory=WebSettings)
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.

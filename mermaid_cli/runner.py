@@ -555,9 +555,13 @@ class Run:
         from mermaid_cli.tools.catalog_shell import shell_tools
         from mermaid_cli.tools.files import ReadFile, WriteFile
 
+        from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
+
+        network = getattr(settings.safety, "network", "allow") != "deny"
         tools = [ReadFile(), WriteFile(), *shell_tools()]
+        tools += web_tools(settings, self.io.env, network_allowed=network)
         tools += longrun_tools(interactive=False, memory_enabled=settings.memory.enabled)
-        return ToolRegistry(tools)
+        return ToolRegistry(tools, absent=omitted_web_tools(settings, self.io.env, network_allowed=network))
 
     # -- the result ---------------------------------------------------------------------------
     def _finish(self, error: BaseException | None, stats: Any) -> int:

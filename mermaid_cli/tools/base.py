@@ -85,8 +85,10 @@ def cap_text(text: str, limit: int = MAX_RESULT_CHARS) -> str:
 
 
 class ToolRegistry:
-    def __init__(self, tools: list[Tool] | None = None) -> None:
+    def __init__(self, tools: list[Tool] | None = None, absent: dict[str, str] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        # Tools deliberately not offered this run -> what the model is told if it calls one anyway.
+        self.absent: dict[str, str] = dict(absent or {})
         for tool in tools or []:
             self.register(tool)
 
@@ -111,6 +113,8 @@ class ToolRegistry:
     def bind(self, call: ToolCallBlock) -> tuple[Tool, Any] | ToolResult:
         """Resolve a call to its tool and validated arguments, or an error result for the model."""
         tool = self._tools.get(call.name)
+        if tool is None and call.name in self.absent:
+            return ToolResult.error(self.absent[call.name])
         if tool is None:
             known = ", ".join(sorted(self._tools)) or "none"
             return ToolResult.error(f"unknown tool {call.name!r}; available tools: {known}")
