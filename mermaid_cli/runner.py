@@ -553,9 +553,8 @@ class Run:
         from mermaid_cli.tools.base import ToolRegistry
         from mermaid_cli.tools.catalog_longrun import longrun_tools
         from mermaid_cli.tools.catalog_shell import shell_tools
-        from mermaid_cli.tools.files import ReadFile, WriteFile
-
         from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
+        from mermaid_cli.tools.files import ReadFile, WriteFile
 
         network = getattr(settings.safety, "network", "allow") != "deny"
         tools = [ReadFile(), WriteFile(), *shell_tools()]
