@@ -18,7 +18,37 @@ Exit codes:
   70 internal      124 timeout                        130/143 interrupted"""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """Subcommands from other modules are imported only when invoked (keeps --version fast)."""
+
+    lazy = {
+        "mcp": ("mermaid_cli.mcp.commands", "mcp_group", "Manage MCP servers (add, remove, list, login)."),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            import importlib
+
+            module, attr, _help = self.lazy[name]
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(n, h) for n, (_m, _a, h) in self.lazy.items()]
+        for name in click.Group.list_commands(self, ctx):
+            command = click.Group.get_command(self, ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(60)))
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, "-V", "--version", prog_name="mermaid", message="%(prog)s %(version)s")
 def cli() -> None:
     """Mermaid: a headless coding agent for CI pipelines.
@@ -30,7 +60,7 @@ def cli() -> None:
 
 def _run_options(func: Any) -> Any:
     options = [
-        click.argument("prompt", required=False),
+        click.argument("prompt", nargs=-1),
         click.option(
             "--json", "json_flag", is_flag=True, help="Stream JSONL events on stdout (= --format jsonl)."
         ),
@@ -114,6 +144,11 @@ def _run_options(func: Any) -> Any:
             help="A secret to redact from all output (repeatable).",
         ),
         click.option("-q", "--quiet", is_flag=True, help="No progress on stderr."),
+        click.option(
+            "--mcp-prompt",
+            metavar="SERVER/PROMPT",
+            help="Use an MCP server's prompt as the task; PROMPT words become its arguments.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -135,6 +170,12 @@ def options_from_params(params: dict[str, Any]) -> Any:
         fmt = "jsonl"
     kwargs["config_overrides"] = list(kwargs["config_overrides"])
     kwargs["masks"] = list(kwargs["masks"])
+    words = list(kwargs.pop("prompt") or ())
+    if kwargs.get("mcp_prompt"):
+        kwargs["prompt_args"] = words
+        kwargs["prompt"] = None
+    else:
+        kwargs["prompt"] = " ".join(words) if words else None
     return ExecOptions(output_format=fmt or "text", **kwargs)
 
 

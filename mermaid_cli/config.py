@@ -21,6 +21,7 @@ from mermaid_cli.errors import ConfigError
 from mermaid_cli.settings.base import Section
 from mermaid_cli.settings.exec import ExecSection
 from mermaid_cli.settings.longrun import CompactionSection, MemorySection
+from mermaid_cli.settings.mcp import McpServerSettings
 from mermaid_cli.settings.web import WebSettings
 
 SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
@@ -57,6 +58,8 @@ class Settings(BaseModel):
     compaction: CompactionSection = Field(default_factory=CompactionSection)
     memory: MemorySection = Field(default_factory=MemorySection)
     web: WebSettings = Field(default_factory=WebSettings)
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    mcp_defer_tools: bool = Field(True, description="Offer MCP tools through one tool_search tool.")
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.

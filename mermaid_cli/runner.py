@@ -63,6 +63,8 @@ class ExecOptions:
     reasoning: str | None = None
     quiet: bool = False
     masks: list[str] = field(default_factory=list)
+    mcp_prompt: str | None = None
+    prompt_args: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -164,14 +166,19 @@ def _brief(arguments: dict[str, Any] | None) -> str:
     return ""
 
 
+def read_piped(io: RunIO) -> str:
+    """Piped stdin, trimmed; empty when stdin is a TTY or absent (never blocks on a terminal)."""
+    if io.stdin is None or io.stdin_is_tty:
+        return ""
+    try:
+        return io.stdin.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read stdin: {exc}") from None
+
+
 def resolve_prompt(prompt: str | None, io: RunIO) -> str:
     """The prompt argument, piped stdin, or both (stdin appended as a fenced block)."""
-    piped = ""
-    if io.stdin is not None and not io.stdin_is_tty:
-        try:
-            piped = io.stdin.read().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read stdin: {exc}") from None
+    piped = read_piped(io)
     if prompt is None or prompt == "-":
         if not piped:
             raise UsageError("no prompt given: pass a prompt or pipe text on stdin")
@@ -209,6 +216,7 @@ class Run:
         self.redact: Callable[[str], str] = lambda s: s
         self.agent: Any = None
         self.cleanups: list[Callable[[], Any]] = []
+        self.pending_errors: list[ev.Error] = []
 
     # -- helpers ------------------------------------------------------------------------------
     def start_event(self) -> None:
@@ -248,6 +256,8 @@ class Run:
         try:
             await self._prepare()
             self.start_event()
+            for pending in self.pending_errors:
+                self.out.emit(pending)
             remaining = self.deadline - self.io.monotonic()
             self._run_task = asyncio.ensure_future(self.agent.run(self.prompt))
             done, _ = await asyncio.wait({self._run_task}, timeout=max(remaining, 0.001))
@@ -376,7 +386,8 @@ class Run:
         else:
             self.resumed_state = {}
 
-        self.prompt = resolve_prompt(opts.prompt, io)
+        if opts.mcp_prompt is None:
+            self.prompt = resolve_prompt(opts.prompt, io)
 
         provider, price = self._provider(settings)
         self.model_id = provider.model_id
@@ -386,6 +397,10 @@ class Run:
             )
 
         registry = self._registry(settings)
+        if settings.mcp_servers:
+            await self._start_mcp(settings, registry)
+        if opts.mcp_prompt is not None:
+            self.prompt = await self._mcp_prompt()
         self.tools = registry.names()
         self.system_prompt = self._system_prompt(settings)
 
@@ -521,6 +536,31 @@ class Run:
         elif opts.append_system_prompt is not None:
             extra = opts.append_system_prompt
         return f"{base.rstrip()}\n\n{extra.strip()}\n" if extra else base
+
+    async def _start_mcp(self, settings: Any, registry: Any) -> None:
+        """Start every configured MCP server concurrently; a failed one is reported, not fatal."""
+        from mermaid_cli.mcp.manager import McpManager
+
+        self.mcp = McpManager(
+            settings.mcp_servers,
+            defer_tools=settings.mcp_defer_tools,
+            client_version=__version__,
+            progress=self.out.note,
+        )
+        self.cleanups.append(self.mcp.aclose)
+        await self.mcp.start()
+        registry.add_dynamic(self.mcp)
+        for name, message in self.mcp.errors():
+            self.pending_errors.append(ev.Error(message=f"MCP server {name}: {message}", code="mcp_server"))
+
+    async def _mcp_prompt(self) -> str:
+        from mermaid_cli.mcp.prompts import fetch_prompt
+
+        if getattr(self, "mcp", None) is None:
+            raise UsageError("--mcp-prompt: no MCP servers are configured")
+        text = await fetch_prompt(self.mcp, self.opts.mcp_prompt or "", list(self.opts.prompt_args))
+        piped = read_piped(self.io)
+        return f"{text}\n\n```\n{piped}\n```" if piped else text
 
     def _tool_event(self, event: Any) -> None:
         """Tools emit protocol events (or their dict form); task changes are also saved for --resume."""

@@ -89,20 +89,38 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         # Tools deliberately not offered this run -> what the model is told if it calls one anyway.
         self.absent: dict[str, str] = dict(absent or {})
+        # Tools that come and go during a run (MCP servers, promoted deferred tools).
+        self.dynamic: list[Any] = []
         for tool in tools or []:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
 
+    def add_dynamic(self, source: Any) -> None:
+        """`source` has `current_tools() -> list[Tool]` (offered this turn) and `lookup(name)`."""
+        self.dynamic.append(source)
+
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        if tool is None:
+            for source in self.dynamic:
+                tool = source.lookup(name)
+                if tool is not None:
+                    break
+        return tool
+
+    def current(self) -> list[Tool]:
+        tools = list(self._tools.values())
+        for source in self.dynamic:
+            tools.extend(t for t in source.current_tools() if t.name not in self._tools)
+        return tools
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return [t.name for t in self.current()]
 
     def specs(self) -> list[ToolSpec]:
-        return [t.spec() for t in self._tools.values()]
+        return [t.spec() for t in self.current()]
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
@@ -112,11 +130,11 @@ class ToolRegistry:
 
     def bind(self, call: ToolCallBlock) -> tuple[Tool, Any] | ToolResult:
         """Resolve a call to its tool and validated arguments, or an error result for the model."""
-        tool = self._tools.get(call.name)
+        tool = self.get(call.name)
         if tool is None and call.name in self.absent:
             return ToolResult.error(self.absent[call.name])
         if tool is None:
-            known = ", ".join(sorted(self._tools)) or "none"
+            known = ", ".join(sorted(self.names())) or "none"
             return ToolResult.error(f"unknown tool {call.name!r}; available tools: {known}")
         if call.arguments is None:
             raw = (call.raw_arguments or "")[:200]
