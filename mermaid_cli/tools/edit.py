@@ -1,0 +1,94 @@
+"""edit_file: replace one located piece of a file (or every occurrence with allow_multiple).
+
+A file that is not UTF-8 is decoded with `surrogateescape`, so its other bytes are written back
+unchanged; only text that is valid UTF-8 can be matched.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from mermaid_cli.tools import fileio
+from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
+from mermaid_cli.tools.files import checkpoint, path_error
+from mermaid_cli.tools.matching import TextMatch, find_text, replace_spans
+from mermaid_cli.tools.paths import PathRefused, resolve_for_tool
+from mermaid_cli.types import ToolResult
+
+FUZZY_NOTE = "note: matched with fuzzy (whitespace/Unicode) context; verify the result."
+LEVEL_WORDS = {
+    "trailing_whitespace": "ignoring trailing whitespace",
+    "trim": "ignoring leading and trailing whitespace",
+    "unicode": "after Unicode normalisation",
+}
+
+
+class EditFileArgs(ToolArgs):
+    path: str = Field(description="File path, relative to the project root.")
+    target_content: str = Field(description="Exact text to replace; must occur once.")
+    replacement_content: str = Field(description="Text to put in its place.")
+    allow_multiple: bool = Field(default=False, description="Replace every occurrence.")
+
+
+def locate(content: str, target: str, replacement: str) -> tuple[TextMatch, str]:
+    """The match and the replacement to splice in (line endings adapted to a CRLF file)."""
+    found = find_text(content, target)
+    if found.spans and not found.fuzzy:
+        return found, replacement
+    if "\r\n" in content and "\n" in target and "\r\n" not in target:
+        crlf = find_text(content, target.replace("\n", "\r\n"))
+        if crlf.spans and not crlf.fuzzy:
+            return crlf, replacement.replace("\r\n", "\n").replace("\n", "\r\n")
+    return found, replacement
+
+
+class EditFile(Tool):
+    name = "edit_file"
+    description = (
+        "Replace target_content with replacement_content in a file. target_content must match "
+        "exactly one location unless allow_multiple; include enough context to make it unique."
+    )
+    Args = EditFileArgs
+    category = "edit"
+
+    async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
+        if args.target_content == "":
+            return ToolResult.error("target_content is empty; use write_file to create a file")
+        if args.target_content == args.replacement_content:
+            return ToolResult.error("target_content and replacement_content are identical; nothing to do")
+        try:
+            resolved = await resolve_for_tool(ctx, args.path, "write")
+            data = fileio.read_bytes(resolved, max_bytes=fileio.MAX_EDIT_BYTES)
+            if data is None:
+                return ToolResult.error(f"{args.path} does not exist; use write_file to create it")
+            content, utf8 = fileio.decode(data)
+            found, replacement = locate(content, args.target_content, args.replacement_content)
+            count = len(found.spans)
+            if count == 0:
+                hint = "" if utf8 else " (the file is not valid UTF-8; only its UTF-8 text can be matched)"
+                return ToolResult.error(
+                    f"target_content not found in {resolved.display} (0 matches){hint}; "
+                    "read the file and copy the text exactly",
+                    matches=0,
+                )
+            if count > 1 and not args.allow_multiple:
+                shown = f"{count}+" if count >= 1000 else str(count)
+                return ToolResult.error(
+                    f"target_content matches {shown} locations in {resolved.display}; add surrounding "
+                    "context to make it unique, or set allow_multiple",
+                    matches=count,
+                )
+            new = replace_spans(content, found.spans, replacement)
+            checkpoint(ctx, [resolved], "edit_file")
+            fileio.write_bytes(resolved, fileio.encode(new))
+        except (PathRefused, OSError, fileio.FileTooLarge) as exc:
+            return path_error(args.path, exc)
+        where = "1 location" if count == 1 else f"{count} locations"
+        message = f"Edited {resolved.display} ({where})"
+        metadata: dict[str, object] = {"files_changed": [resolved.rel], "matches": count}
+        text = message
+        if found.fuzzy:
+            text += f"\n{FUZZY_NOTE} (matched {LEVEL_WORDS[found.level]})"
+            metadata["fuzzy"] = True
+            metadata["match_level"] = found.level
+        return ToolResult(content=text, summary=message, metadata=metadata)

@@ -1,0 +1,182 @@
+"""The common subset of gitignore semantics, and a project walker that honours it.
+
+Supported: comments, blank lines, `!` negation, `\\` escapes, trailing `/` (directories only),
+`/` anchoring (a pattern with a slash other than a trailing one is relative to its .gitignore's
+directory), `*`, `?`, `[...]`, and `**` (`**/x`, `x/**`, `a/**/b`). Nested .gitignore files apply
+below their directory; the last matching rule wins; an ignored directory is not entered (so its
+files cannot be re-included, as in git). `.git` is always skipped, and so are symlinks (neither
+followed nor listed, as `rg` does without `-L`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+
+
+def translate(pattern: str, *, anchored: bool, braces: bool = False) -> str:
+    """A regex (without anchors) for a glob pattern over posix relative paths."""
+    out: list[str] = []
+    i = 0
+    n = len(pattern)
+    depth = 0
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            at_start = i == 0 or pattern[i - 1] == "/"
+            j = i + 2
+            if at_start and (j == n or pattern[j] == "/"):
+                if j == n:  # trailing `**`: everything below
+                    out.append(".*")
+                    i = j
+                else:  # `**/`: zero or more directories
+                    out.append("(?:.*/)?")
+                    i = j + 1
+                continue
+            out.append("[^/]*")
+            i = j
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        elif c == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if end < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : end]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif braces and c == "{":
+            depth += 1
+            out.append("(?:")
+        elif braces and c == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif braces and c == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    out.extend(")" * depth)
+    body = "".join(out)
+    return body if anchored else "(?:.*/)?" + body
+
+
+def parse_gitignore(text: str) -> list[Rule]:
+    rules = []
+    for raw in text.splitlines():
+        line = raw.rstrip("\n\r")
+        # trailing spaces are ignored unless escaped
+        stripped = line.rstrip(" ")
+        if stripped.endswith("\\") and len(stripped) < len(line):
+            stripped += " "
+        line = stripped
+        if not line or line.startswith("#"):
+            continue
+        negate = False
+        if line.startswith("!"):
+            negate = True
+            line = line[1:]
+        elif line.startswith("\\!") or line.startswith("\\#"):
+            line = line[1:]
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        anchored = "/" in line
+        line = line.lstrip("/")
+        try:
+            regex = re.compile("^" + translate(line, anchored=anchored) + "$", re.DOTALL)
+        except re.error:
+            continue
+        rules.append(Rule(regex, negate, dir_only))
+    return rules
+
+
+@dataclass(frozen=True)
+class _RuleSet:
+    base: str  # directory of the .gitignore, relative to the root ("" for the root)
+    rules: list[Rule]
+
+
+def _ignored(rel: str, is_dir: bool, sets: list[_RuleSet]) -> bool:
+    verdict = False
+    for rs in sets:
+        sub = rel[len(rs.base) + 1 :] if rs.base else rel
+        for rule in rs.rules:
+            if rule.dir_only and not is_dir:
+                continue
+            if rule.regex.match(sub):
+                verdict = not rule.negate
+    return verdict
+
+
+def _load(dir_abs: str, base: str) -> _RuleSet | None:
+    path = os.path.join(dir_abs, ".gitignore")
+    try:
+        if not os.path.isfile(path) or os.path.islink(path):
+            return None
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            rules = parse_gitignore(fh.read())
+    except OSError:
+        return None
+    return _RuleSet(base, rules) if rules else None
+
+
+def walk_files(root: str, prefix: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(relative posix path, absolute path) of every regular, non-ignored file below `root`, in
+    sorted order. `prefix`: literal leading directory names to restrict the walk to."""
+    prefix = prefix or []
+    sets: list[_RuleSet] = []
+    first = _load(root, "")
+    if first:
+        sets.append(first)
+    yield from _walk(root, "", sets, prefix)
+
+
+def _walk(dir_abs: str, dir_rel: str, sets: list[_RuleSet], prefix: list[str]) -> Iterator[tuple[str, str]]:
+    try:
+        with os.scandir(dir_abs) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    depth_prefix = prefix[0] if prefix else None
+    for entry in entries:
+        name = entry.name
+        if name == ".git":
+            continue
+        if depth_prefix is not None and name != depth_prefix:
+            continue
+        try:
+            if entry.is_symlink():
+                continue
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = not is_dir and entry.is_file(follow_symlinks=False)
+        except OSError:
+            continue
+        rel = f"{dir_rel}/{name}" if dir_rel else name
+        if not is_dir and not is_file:
+            continue
+        if _ignored(rel, is_dir, sets):
+            continue
+        if is_dir:
+            child = _load(entry.path, rel)
+            yield from _walk(entry.path, rel, [*sets, child] if child else sets, prefix[1:])
+        elif not prefix or len(prefix) == 0:
+            yield rel, entry.path

@@ -1,0 +1,286 @@
+"""glob and grep over the project, honouring .gitignore and skipping .git.
+
+`grep` runs `rg` when it is on PATH and a Python walker otherwise; both print `path:line: text`,
+sorted by path then line, so the model cannot tell them apart. Caps: 200 paths / 200 hits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
+from mermaid_cli.tools.gitignore import translate, walk_files
+from mermaid_cli.types import ToolResult
+
+MAX_PATHS = 200
+MAX_HITS = 200
+#: hits gathered before sorting and capping; past this the search stops early
+COLLECT_LIMIT = 5000
+MAX_LINE_SHOWN = 500
+#: files larger than this are skipped by the Python walker
+MAX_GREP_FILE = 64 * 1024 * 1024
+_GLOB_CHARS = set("*?[{\\")
+
+
+def _relative(pattern: str, ctx: ToolContext) -> str:
+    """A glob written with the project's absolute path, made relative to it."""
+    for root in {os.path.realpath(ctx.project_root), os.path.abspath(ctx.project_root)}:
+        if pattern.startswith(root.rstrip("/") + "/"):
+            return pattern[len(root.rstrip("/")) + 1 :]
+    return pattern
+
+
+def _split_literal_prefix(pattern: str) -> tuple[list[str], str]:
+    """(literal leading directories, the pattern normalised)."""
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = pattern.lstrip("/")
+    parts = pattern.split("/")
+    prefix = []
+    for part in parts[:-1]:
+        if any(c in _GLOB_CHARS for c in part) or part in ("", ".", ".."):
+            break
+        prefix.append(part)
+    return prefix, pattern
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob: with a `/` it is matched from the project root, without one against file
+    names at any depth; `**` spans directories, `{a,b}` alternates."""
+    anchored = "/" in pattern
+    return re.compile("^" + translate(pattern, anchored=anchored, braces=True) + "$", re.DOTALL)
+
+
+# --- glob ------------------------------------------------------------------------------------
+
+
+class GlobArgs(ToolArgs):
+    pattern: str = Field(
+        description="Glob, e.g. '**/*.py' or 'src/*.ts'; without '/' matches names at any depth."
+    )
+    limit: int | None = Field(
+        default=None, ge=1, le=MAX_PATHS, description=f"Max paths (default {MAX_PATHS})."
+    )
+
+
+class Glob(Tool):
+    name = "glob"
+    description = "List project files matching a glob (honours .gitignore), sorted by path."
+    Args = GlobArgs
+    category = "read"
+
+    async def run(self, args: GlobArgs, ctx: ToolContext) -> ToolResult:
+        prefix, pattern = _split_literal_prefix(_relative(args.pattern, ctx))
+        if ".." in pattern.split("/"):
+            return ToolResult.error("glob patterns are relative to the project root; '..' is not allowed")
+        try:
+            regex = glob_regex(pattern)
+        except re.error as exc:
+            return ToolResult.error(f"bad glob {args.pattern!r}: {exc}")
+        limit = args.limit or MAX_PATHS
+        root = os.path.realpath(ctx.project_root)
+        found: list[str] = []
+        more = False
+        for rel, _abs in walk_files(root, prefix):
+            if regex.match(rel):
+                if len(found) >= limit:
+                    more = True
+                    break
+                found.append(rel)
+        if not found:
+            return ToolResult(content=f"no files match {args.pattern}", summary="0 files")
+        text = "\n".join(found)
+        if more:
+            text += f"\n[capped at {limit} paths; narrow the pattern]"
+        return ToolResult(
+            content=cap_text(text),
+            summary=f"{len(found)}{'+' if more else ''} files",
+            metadata={"capped": more},
+        )
+
+
+# --- grep ------------------------------------------------------------------------------------
+
+
+class GrepArgs(ToolArgs):
+    pattern: str = Field(description="Regular expression to search file contents for.")
+    include: str | None = Field(default=None, description="Only files matching this glob, e.g. '*.py'.")
+    ignore_case: bool = Field(default=False, description="Case-insensitive.")
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    line: int
+    text: str
+
+
+def format_hits(hits: list[Hit], stopped_early: bool) -> tuple[str, bool]:
+    hits = sorted(hits, key=lambda h: (h.path, h.line))
+    capped = stopped_early or len(hits) > MAX_HITS
+    shown = hits[:MAX_HITS]
+    lines = []
+    for h in shown:
+        text = h.text.rstrip("\r\n")
+        if len(text) > MAX_LINE_SHOWN:
+            text = text[:MAX_LINE_SHOWN] + " [...]"
+        lines.append(f"{h.path}:{h.line}: {text}")
+    out = "\n".join(lines)
+    if capped:
+        out += f"\n[capped at {MAX_HITS} matches; narrow the pattern or use include]"
+    return out, capped
+
+
+def python_grep(root: str, pattern: str, include: str | None, ignore_case: bool) -> tuple[list[Hit], bool]:
+    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
+    regex = re.compile(pattern, flags)
+    prefix: list[str] = []
+    inc = None
+    if include:
+        prefix, norm = _split_literal_prefix(include)
+        inc = glob_regex(norm)
+    hits: list[Hit] = []
+    for rel, path in walk_files(root, prefix):
+        if inc is not None and not inc.match(rel):
+            continue
+        try:
+            if os.path.getsize(path) > MAX_GREP_FILE:
+                continue
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if b"\x00" in data:
+            continue  # binary
+        text = data.decode("utf-8", errors="replace")
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        if regex.search(text) is None:
+            continue
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()  # the end of the last line, not a line of its own
+        for number, line in enumerate(lines, start=1):
+            if regex.search(line):
+                hits.append(Hit(rel, number, line))
+                if len(hits) >= COLLECT_LIMIT:
+                    return hits, True
+    return hits, False
+
+
+RG_FLAGS = [
+    "--line-number",
+    "--no-heading",
+    "--color",
+    "never",
+    "--null",
+    "--hidden",
+    "--no-messages",
+    "--no-require-git",
+    "--no-ignore-global",
+    "--no-ignore-exclude",
+    "--no-ignore-dot",
+    "--no-ignore-parent",
+    "--no-config",
+    "--glob",
+    "!.git",
+]
+
+
+async def rg_grep(
+    rg: str, root: str, pattern: str, include: str | None, ignore_case: bool
+) -> tuple[list[Hit], bool] | str:
+    """Hits from ripgrep, or an error message."""
+    cmd = [rg, *RG_FLAGS]
+    if ignore_case:
+        cmd.append("--ignore-case")
+    # `include` is filtered here rather than passed as `rg --glob`: rg's globs override
+    # .gitignore, which would make the two backends disagree.
+    inc = glob_regex(_split_literal_prefix(include)[1]) if include else None
+    cmd += ["--regexp", pattern, "--", "."]
+    proc = await asyncio.create_subprocess_exec(
+        *cmd,
+        cwd=root,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    hits: list[Hit] = []
+    stopped = False
+    try:
+        while True:
+            raw = await proc.stdout.readline()
+            if not raw:
+                break
+            path_b, sep, rest = raw.partition(b"\x00")
+            if not sep:
+                continue
+            number_b, _colon, text_b = rest.partition(b":")
+            try:
+                number = int(number_b)
+            except ValueError:
+                continue
+            path = path_b.decode("utf-8", errors="replace").removeprefix("./")
+            if inc is not None and not inc.match(path):
+                continue
+            hits.append(Hit(path, number, text_b.decode("utf-8", errors="replace").rstrip("\n")))
+            if len(hits) >= COLLECT_LIMIT:
+                stopped = True
+                break
+    finally:
+        if stopped and proc.returncode is None:
+            proc.kill()
+        err = await proc.stderr.read()
+        await proc.wait()
+    if not stopped and proc.returncode not in (0, 1):
+        message = err.decode("utf-8", errors="replace").strip() or f"rg exited with {proc.returncode}"
+        return message
+    return hits, stopped
+
+
+class Grep(Tool):
+    name = "grep"
+    description = "Search file contents with a regex (honours .gitignore); prints path:line: text."
+    Args = GrepArgs
+    category = "read"
+
+    async def run(self, args: GrepArgs, ctx: ToolContext) -> ToolResult:
+        root = os.path.realpath(ctx.project_root)
+        include = _relative(args.include, ctx) if args.include else None
+        if include and ".." in include.split("/"):
+            return ToolResult.error("include globs are relative to the project root; '..' is not allowed")
+        try:
+            re.compile(args.pattern)
+        except re.error as exc:
+            return ToolResult.error(f"bad regular expression {args.pattern!r}: {exc}")
+        rg = None if ctx.state.get("grep_backend") == "python" else shutil.which("rg")
+        got = None
+        if rg:
+            got = await rg_grep(rg, root, args.pattern, include, args.ignore_case)
+            if isinstance(got, str):
+                # e.g. a look-around rg's regex engine lacks: Python's walker can still answer
+                rg, got = None, None
+        if got is not None:
+            hits, stopped = got
+        else:
+            hits, stopped = await asyncio.to_thread(
+                python_grep, root, args.pattern, include, args.ignore_case
+            )
+        if not hits:
+            return ToolResult(content=f"no matches for {args.pattern}", summary="0 matches")
+        text, capped = format_hits(hits, stopped)
+        files = len({h.path for h in hits})
+        count = f"{min(len(hits), MAX_HITS)}{'+' if capped else ''}"
+        return ToolResult(
+            content=cap_text(text),
+            summary=f"{count} matches in {files}{'+' if stopped else ''} files",
+            metadata={"capped": capped, "backend": "rg" if rg else "python"},
+        )
