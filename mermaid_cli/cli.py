@@ -23,6 +23,12 @@ class LazyGroup(click.Group):
 
     lazy = {
         "mcp": ("mermaid_cli.mcp.commands", "mcp_group", "Manage MCP servers (add, remove, list, login)."),
+        "checkpoints": (
+            "mermaid_cli.checkpoint_commands",
+            "checkpoints_command",
+            "List the file checkpoints taken before mutations.",
+        ),
+        "restore": ("mermaid_cli.checkpoint_commands", "restore_command", "Put files back as a checkpoint saved them."),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

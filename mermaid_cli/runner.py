@@ -451,6 +451,10 @@ class Run:
             from mermaid_cli.tools.tasks import TaskStore
 
             ctx.state["tasks"] = TaskStore.from_dict(self.resumed_state["tasks"])
+        if getattr(settings.safety, "checkpoint_on_mutation", True):
+            from mermaid_cli.checkpoints import CheckpointStore
+
+            ctx.checkpoint = CheckpointStore(cfg.data_dir(io.env), self.project_root, self.session_id)
         self.ctx = ctx
         comp = settings.compaction
         self.agent = Agent(
@@ -591,13 +595,13 @@ class Run:
 
     def _registry(self, settings: Any) -> Any:
         from mermaid_cli.tools.base import ToolRegistry
+        from mermaid_cli.tools.catalog_files import file_tools
         from mermaid_cli.tools.catalog_longrun import longrun_tools
         from mermaid_cli.tools.catalog_shell import shell_tools
         from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
-        from mermaid_cli.tools.files import ReadFile, WriteFile
 
         network = getattr(settings.safety, "network", "allow") != "deny"
-        tools = [ReadFile(), WriteFile(), *shell_tools()]
+        tools = [*file_tools(), *shell_tools()]
         tools += web_tools(settings, self.io.env, network_allowed=network)
         tools += longrun_tools(interactive=False, memory_enabled=settings.memory.enabled)
         return ToolRegistry(tools, absent=omitted_web_tools(settings, self.io.env, network_allowed=network))
