@@ -1,0 +1,86 @@
+"""API keys: the environment first, then the OS keyring (`mermaid login PROVIDER`).
+
+A `[providers.NAME] api_key_env` is authoritative: that variable or nothing (no default variable,
+no keyring). `MERMAID_NO_KEYRING=1` turns the keyring off (CI runners usually have none; probing
+a missing Secret Service can be slow). `keyring` is imported only when it is consulted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+SERVICE = "mermaid"
+KeySource = Literal["env", "keyring", "none"]
+
+
+def keyring_enabled(env: Mapping[str, str]) -> bool:
+    return env.get("MERMAID_NO_KEYRING", "").strip().lower() not in ("1", "true", "yes")
+
+
+def _keyring():  # noqa: ANN202 - the keyring module
+    try:
+        import keyring
+    except ImportError:
+        return None
+    return keyring
+
+
+def keyring_get(provider: str, env: Mapping[str, str]) -> str | None:
+    if not keyring_enabled(env):
+        return None
+    kr = _keyring()
+    if kr is None:
+        return None
+    try:
+        value = kr.get_password(SERVICE, provider)
+    except Exception:  # noqa: BLE001 - no backend, locked store, dbus down: treat as absent
+        return None
+    return value or None
+
+
+def lookup_key(
+    provider: str, env_vars: Sequence[str], env: Mapping[str, str], *, authoritative: bool = False
+) -> tuple[str | None, KeySource]:
+    """(key, source). `authoritative`: only `env_vars` count (a configured api_key_env)."""
+    for name in env_vars:
+        value = env.get(name, "").strip()
+        if value:
+            return value, "env"
+    if authoritative:
+        return None, "none"
+    value = keyring_get(provider, env)
+    return (value, "keyring") if value else (None, "none")
+
+
+class KeyringUnavailable(Exception):
+    pass
+
+
+def login(provider: str, key: str, env: Mapping[str, str]) -> None:
+    """Store `key` for `provider` in the OS keyring."""
+    if not keyring_enabled(env):
+        raise KeyringUnavailable("the keyring is disabled (MERMAID_NO_KEYRING=1)")
+    kr = _keyring()
+    if kr is None:
+        raise KeyringUnavailable("the keyring package is not installed (pip install keyring)")
+    try:
+        kr.set_password(SERVICE, provider, key)
+    except Exception as exc:  # noqa: BLE001
+        raise KeyringUnavailable(f"cannot store the key in the OS keyring: {type(exc).__name__}") from None
+
+
+def logout(provider: str, env: Mapping[str, str]) -> bool:
+    """Remove the stored key; False when there was none."""
+    if not keyring_enabled(env):
+        raise KeyringUnavailable("the keyring is disabled (MERMAID_NO_KEYRING=1)")
+    kr = _keyring()
+    if kr is None:
+        raise KeyringUnavailable("the keyring package is not installed (pip install keyring)")
+    try:
+        if kr.get_password(SERVICE, provider) is None:
+            return False
+        kr.delete_password(SERVICE, provider)
+    except Exception as exc:  # noqa: BLE001
+        raise KeyringUnavailable(f"cannot remove the key from the OS keyring: {type(exc).__name__}") from None
+    return True
