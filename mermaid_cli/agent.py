@@ -228,6 +228,32 @@ class Agent:
             results = await asyncio.gather(*(self._run_call(call) for call in calls))
             self._commit(Message(role="user", content=tuple(results)))
 
+    async def extra_turn(self, prompt: str, *, response_schema: dict[str, Any] | None = None) -> ModelTurn:
+        """One more model call with no tools (the --output-schema formatting turn)."""
+        self._commit(Message.user_text(prompt))
+        request = TurnRequest(
+            system=self.system_prompt,
+            messages=self._request_messages(),
+            max_output_tokens=self.max_output_tokens,
+            response_schema=response_schema,
+        )
+        turn = await self.provider.turn(request, _EmitSink(self))
+        self.stats.num_turns += 1
+        if self.on_turn is not None:
+            self.on_turn(turn)
+        usage = turn.usage or Usage()
+        self._account(usage)
+        self.emit(
+            ev.TurnDone(
+                total_tokens=usage.total_tokens if turn.usage is not None else None,
+                stop_reason=turn.stop_reason,
+                usage=ev.UsageInfo(**usage.model_dump()),
+                cost_usd=self.price(usage) if self.price is not None else None,
+            )
+        )
+        self._commit(turn.message)
+        return turn
+
     def _check_limits(self) -> None:
         s, lim = self.stats, self.limits
         if lim.max_turns is not None and s.num_turns >= lim.max_turns:

@@ -28,7 +28,11 @@ class LazyGroup(click.Group):
             "checkpoints_command",
             "List the file checkpoints taken before mutations.",
         ),
-        "restore": ("mermaid_cli.checkpoint_commands", "restore_command", "Put files back as a checkpoint saved them."),
+        "restore": (
+            "mermaid_cli.checkpoint_commands",
+            "restore_command",
+            "Put files back as a checkpoint saved them.",
+        ),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -151,6 +155,26 @@ def _run_options(func: Any) -> Any:
         ),
         click.option("-q", "--quiet", is_flag=True, help="No progress on stderr."),
         click.option(
+            "--output-schema",
+            metavar="FILE",
+            help="Shape the final answer as JSON valid against FILE (exit 1 if not).",
+        ),
+        click.option(
+            "--verify",
+            "verify",
+            multiple=True,
+            metavar="CMD",
+            help="A command that must pass after the model finishes (repeatable).",
+        ),
+        click.option(
+            "--verify-attempts",
+            type=click.IntRange(0, 20),
+            help="Extra rounds to fix a failing --verify. [default: 2]",
+        ),
+        click.option(
+            "--diff-out", metavar="FILE", help="Write a unified diff of everything the run changed to FILE."
+        ),
+        click.option(
             "--mcp-prompt",
             metavar="SERVER/PROMPT",
             help="Use an MCP server's prompt as the task; PROMPT words become its arguments.",
@@ -176,6 +200,7 @@ def options_from_params(params: dict[str, Any]) -> Any:
         fmt = "jsonl"
     kwargs["config_overrides"] = list(kwargs["config_overrides"])
     kwargs["masks"] = list(kwargs["masks"])
+    kwargs["verify"] = list(kwargs["verify"])
     words = list(kwargs.pop("prompt") or ())
     if kwargs.get("mcp_prompt"):
         kwargs["prompt_args"] = words

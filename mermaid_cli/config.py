@@ -35,7 +35,16 @@ class RunSettings(Section):
     max_output_tokens: int | None = Field(
         None, ge=1, description="Per-response output cap sent to the model."
     )
-    fail_on_tool_error: bool = Field(False, description="Exit 1 when any tool call ended in an error.")
+
+
+class VerifySettings(Section):
+    commands: list[str] = Field(
+        default_factory=list, description="Commands that must pass after the model finishes."
+    )
+    attempts: int = Field(
+        2, ge=0, le=20, description="Extra rounds the model gets to fix a failing verify command."
+    )
+    timeout: float = Field(600, gt=0, description="Seconds each verify command may run.")
 
 
 class SafetySettings(Section):
@@ -55,6 +64,7 @@ class Settings(BaseModel):
     run: RunSettings = Field(default_factory=RunSettings)
     safety: SafetySettings = Field(default_factory=SafetySettings)
     exec: ExecSection = Field(default_factory=ExecSection)
+    verify: VerifySettings = Field(default_factory=VerifySettings)
     compaction: CompactionSection = Field(default_factory=CompactionSection)
     memory: MemorySection = Field(default_factory=MemorySection)
     web: WebSettings = Field(default_factory=WebSettings)

@@ -64,6 +64,10 @@ class ExecOptions:
     quiet: bool = False
     masks: list[str] = field(default_factory=list)
     mcp_prompt: str | None = None
+    output_schema: str | None = None
+    verify: list[str] = field(default_factory=list)
+    verify_attempts: int | None = None
+    diff_out: str | None = None
     prompt_args: list[str] = field(default_factory=list)
 
 
@@ -217,6 +221,9 @@ class Run:
         self.agent: Any = None
         self.cleanups: list[Callable[[], Any]] = []
         self.pending_errors: list[ev.Error] = []
+        self.run_errors: list[str] = []  # checks that failed after the model finished (exit 1)
+        self.structured_output: tuple[Any] | None = None
+        self.snapshot: Any = None
 
     # -- helpers ------------------------------------------------------------------------------
     def start_event(self) -> None:
@@ -259,7 +266,7 @@ class Run:
             for pending in self.pending_errors:
                 self.out.emit(pending)
             remaining = self.deadline - self.io.monotonic()
-            self._run_task = asyncio.ensure_future(self.agent.run(self.prompt))
+            self._run_task = asyncio.ensure_future(self._drive())
             done, _ = await asyncio.wait({self._run_task}, timeout=max(remaining, 0.001))
             if not done:
                 self.timed_out = True
@@ -282,6 +289,85 @@ class Run:
         if stats is None and self.agent is not None:
             stats = self.agent.stats
         return self._finish(error, stats)
+
+    async def _drive(self) -> Any:
+        """The model's work, then the operator's checks: --verify rounds, then --output-schema."""
+        await self._snapshot()
+        stats = await self.agent.run(self.prompt)
+        commands = self.settings.verify.commands
+        if commands and stats.finished:
+            for attempt in range(1, self.settings.verify.attempts + 2):
+                failures = await self._verify(commands, attempt)
+                if not failures:
+                    break
+                if attempt > self.settings.verify.attempts:
+                    for command, code in failures:
+                        self.run_errors.append(
+                            f"verify: `{command}` still fails (exit {code}) after {attempt} attempts"
+                        )
+                    break
+                stats = await self.agent.run(self._verify_feedback(failures))
+        if self.schema is not None:
+            if stats.finished and stats.response.strip():
+                await self._structured(stats)
+            else:
+                self.run_errors.append("output_schema: skipped (run ended without a final answer)")
+        return stats
+
+    async def _snapshot(self) -> None:
+        from mermaid_cli.workspace_diff import WorkspaceSnapshot
+
+        try:
+            self.snapshot = await asyncio.to_thread(WorkspaceSnapshot.take, self.project_root)
+        except Exception as exc:  # noqa: BLE001 - a diff is a report, never a reason to fail the run
+            self.out.note(f"cannot snapshot the project for the diff: {exc}")
+            self.snapshot = None
+
+    async def _verify(self, commands: list[str], attempt: int) -> list[tuple[str, int]]:
+        from mermaid_cli.tools.shell import run_command
+
+        failures = []
+        self.verify_outputs: dict[str, str] = {}
+        for command in commands:
+            self.out.note(f"verify (attempt {attempt}): {command}")
+            outcome = await run_command(
+                command,
+                cwd=self.project_root,
+                env=self.ctx.child_env or {},
+                timeout=self.settings.verify.timeout,
+                on_line=self.out.progress_line,
+            )
+            code = outcome.exit_code if outcome.exit_code is not None else 1
+            output = self.redact(outcome.output)
+            self.out.emit(
+                ev.VerifyFinished(
+                    command=command, exit_code=code, attempt=attempt, output=_tail(output, 8192)
+                )
+            )
+            if code != 0:
+                failures.append((command, code))
+                self.verify_outputs[command] = output
+        return failures
+
+    def _verify_feedback(self, failures: list[tuple[str, int]]) -> str:
+        parts = [
+            "The operator's verification failed after your last answer. Fix the problem, then answer again."
+        ]
+        for command, code in failures:
+            output = _tail(self.verify_outputs.get(command, ""), 12_000)
+            parts.append(f"`{command}` exited with code {code}:\n```\n{output}\n```")
+        return "\n\n".join(parts)
+
+    async def _structured(self, stats: Any) -> None:
+        from mermaid_cli.structured import FORMAT_PROMPT, shape
+
+        turn = await self.agent.extra_turn(FORMAT_PROMPT, response_schema=self.schema)
+        text, value, error = shape(turn.message.text, self.schema)
+        stats.response = text
+        if error is None:
+            self.structured_output = (value,)
+        else:
+            self.run_errors.append(error)
 
     def _on_signal(self, signum: int) -> None:
         if self.signum is None:
@@ -338,6 +424,8 @@ class Run:
             "run.timeout": opts.timeout,
             "safety.mode": opts.safety,
             "safety.allow_untrusted_headless_tools": True if opts.allow_untrusted_tools else None,
+            "verify.commands": list(opts.verify) or None,
+            "verify.attempts": opts.verify_attempts,
         }
         loaded = cfg.load_settings(
             project_root=self.project_root,
@@ -360,6 +448,11 @@ class Run:
             "timeout": settings.run.timeout,
         }
         self.redact = self._build_redactor()
+        self.schema = None
+        if opts.output_schema is not None:
+            from mermaid_cli.structured import load_schema
+
+            self.schema = load_schema(io.cwd / opts.output_schema)
 
         # Session: resume, continue or new. A missing session is exit 2, never a silent fresh start.
         history = []
@@ -615,9 +708,11 @@ class Run:
         if error is None:
             if stats.blocked:
                 status = "blocked"
+            elif self.run_errors:
+                status = "failed"
             elif (
-                getattr(getattr(self, "settings", None), "run", None)
-                and self.settings.run.fail_on_tool_error
+                getattr(self, "settings", None) is not None
+                and self.settings.exec.fail_on_tool_error
                 and stats.tool_errors
             ):
                 status = "failed"
@@ -630,7 +725,8 @@ class Run:
             # a block that happened before a provider error still loses to it (DESIGN.md §3 order)
             if isinstance(error, Blocked):
                 status, exit_code = "blocked", 3
-        errors = list(stats.errors)
+        errors = list(stats.errors) + self.run_errors
+        files_changed = self._files_changed(stats)
         if error is not None:
             message = self.redact(str(getattr(error, "message", error)))
             errors.append(message)
@@ -656,9 +752,11 @@ class Run:
             tool_calls=stats.tool_calls,
             tool_errors=stats.tool_errors,
             blocked=stats.blocked,
-            files_changed=stats.files_changed,
+            files_changed=files_changed,
             untrusted_content=stats.untrusted_content,
         )
+        if self.structured_output is not None:
+            result.structured_output = self.structured_output[0]
         self.out.emit(result)
         if self.out.session is not None:
             self.out.session.close()
@@ -666,6 +764,27 @@ class Run:
         if self.opts.output_last_message and stats.finished:
             self._write_last_message(result.response)
         return exit_code
+
+    def _files_changed(self, stats: Any) -> list[str]:
+        """Every file the run changed: what tools reported plus what the snapshot comparison finds
+        (shell commands change files too). Writes --diff-out when asked."""
+        changed = list(stats.files_changed)
+        if self.snapshot is None:
+            return changed
+        try:
+            for path in self.snapshot.changed_files():
+                if path not in changed:
+                    changed.append(path)
+            if self.opts.diff_out:
+                target = self.io.cwd / self.opts.diff_out
+                tmp = target.with_name(f".{target.name}.tmp")
+                tmp.write_text(self.snapshot.diff(), encoding="utf-8", errors="surrogateescape")
+                os.replace(tmp, target)
+        except Exception as exc:  # noqa: BLE001 - a report, never a reason to fail the run
+            self.out.note(f"cannot compute the run's diff: {type(exc).__name__}: {exc}")
+        finally:
+            self.snapshot.close()
+        return changed
 
     def _write_last_message(self, text: str) -> None:
         target = Path(self.opts.output_last_message)  # type: ignore[arg-type]
@@ -678,6 +797,10 @@ class Run:
             os.replace(tmp, target)
         except OSError as exc:
             self.out.note(f"cannot write --output-last-message {target}: {exc.strerror}")
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"[... {len(text) - limit} characters cut ...]\n{text[-limit:]}"
 
 
 def context_window(model_id: str) -> int:
