@@ -1,0 +1,322 @@
+"""Anthropic Messages API over httpx, streaming SSE.
+
+Prompt caching: one `cache_control` breakpoint on the last tool definition (system + tools are
+the stable prefix; on the system block when there are no tools) and one on the last block of the
+last message, so each turn reads what the previous one wrote. The body is encoded with a fixed key
+order and `messages` last, so everything before the last message is byte-identical across turns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from mermaid_cli.errors import ContextTooLong, ProviderError
+from mermaid_cli.providers import native_tools
+from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.http import (
+    Endpoint,
+    HttpTransport,
+    StreamCut,
+    encode,
+    map_stream_error,
+    with_retries,
+)
+from mermaid_cli.types import (
+    Block,
+    ImageBlock,
+    Message,
+    ModelTurn,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    TurnRequest,
+    Usage,
+)
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 16_000
+#: thinking budget per --reasoning level (budget_tokens must be >= 1024 and < max_tokens)
+THINKING_BUDGETS = {"low": 2_048, "medium": 8_192, "high": 24_576}
+_EPHEMERAL = {"type": "ephemeral"}
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_use",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
+
+
+def _parse_args(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None, raw
+    return (value, None) if isinstance(value, dict) else (None, raw)
+
+
+class AnthropicProvider:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.model_id = endpoint.model_id
+        self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
+        #: set when the API rejected the native tool definitions; ours are sent from then on
+        self.native_rejected = False
+
+    # --- request ----------------------------------------------------------------------------
+
+    def build_body(self, request: TurnRequest, *, native: bool | None = None) -> dict[str, Any]:
+        use_native = self.endpoint.native_tools and not self.native_rejected if native is None else native
+        specs, natives = native_tools.anthropic_tools(request.tools, use_native)
+        tools: list[dict[str, Any]] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in specs
+        ]
+        tools.extend(dict(n) for n in natives)
+        system: list[dict[str, Any]] = [{"type": "text", "text": request.system}] if request.system else []
+        if tools:
+            tools[-1]["cache_control"] = dict(_EPHEMERAL)
+        elif system:
+            system[-1]["cache_control"] = dict(_EPHEMERAL)
+        max_tokens = request.max_output_tokens or _default_max_tokens(self.endpoint.model)
+        body: dict[str, Any] = {"model": self.endpoint.model, "max_tokens": max_tokens, "stream": True}
+        adaptive = uses_adaptive_thinking(self.endpoint.model)
+        if request.reasoning and request.reasoning != "none":
+            if adaptive:
+                body["thinking"] = {"type": "adaptive"}
+                body["output_config"] = {"effort": request.reasoning}
+            else:
+                budget = THINKING_BUDGETS[request.reasoning]
+                if max_tokens <= budget:
+                    body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+                body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        elif request.reasoning == "none" and adaptive:
+            body["thinking"] = {"type": "disabled"}
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = tools
+        # A native call goes back as the model wrote it only while that native tool is offered.
+        offered = {n["name"] for n in natives}
+        messages = [m for m in (self._message(m, offered) for m in request.messages) if m["content"]]
+        if request.response_schema is not None and messages and messages[-1]["role"] == "user":
+            # An instruction in the last user turn keeps the cached prefix intact.
+            schema = json.dumps(request.response_schema, ensure_ascii=False, sort_keys=True)
+            messages[-1]["content"].append(
+                {
+                    "type": "text",
+                    "text": f"Reply with only a JSON value (no prose, no code fence) that matches this JSON schema:\n{schema}",
+                }
+            )
+        if messages:
+            messages[-1]["content"][-1]["cache_control"] = dict(_EPHEMERAL)
+        body["messages"] = messages
+        return body
+
+    def _message(self, message: Message, offered: set[str]) -> dict[str, Any]:
+        blocks = (self._block(b, offered) for b in message.content)
+        return {"role": message.role, "content": [b for b in blocks if b]}
+
+    def _block(self, block: Block, offered: set[str]) -> dict[str, Any] | None:
+        if isinstance(block, TextBlock):
+            return {"type": "text", "text": block.text} if block.text else None
+        if isinstance(block, ImageBlock):
+            return _image(block.image.media_type, block.image.data)
+        if isinstance(block, ReasoningBlock):
+            if block.redacted is not None:
+                return {"type": "redacted_thinking", "data": block.redacted}
+            if block.signature is not None:
+                return {"type": "thinking", "thinking": block.text, "signature": block.signature}
+            return None  # another provider's reasoning: Anthropic cannot verify it
+        if isinstance(block, ToolCallBlock):
+            native = native_tools.anthropic_native_use(block)
+            if native is not None and native[0] not in offered:
+                native = None
+            name, args = (
+                native if native else (block.name, block.arguments if block.arguments is not None else {})
+            )
+            return {"type": "tool_use", "id": block.id, "name": name, "input": args}
+        if isinstance(block, ToolResultBlock):
+            content: list[dict[str, Any]] = [{"type": "text", "text": block.content or "(no output)"}]
+            content.extend(_image(i.media_type, i.data) for i in block.images)
+            out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.call_id, "content": content}
+            if block.is_error:
+                out["is_error"] = True
+            return out
+        return None  # pragma: no cover - the Block union is closed
+
+    def headers(self) -> dict[str, str]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "anthropic-version": API_VERSION,
+        }
+        if self.endpoint.api_key:
+            headers["x-api-key"] = self.endpoint.api_key
+        headers.update(dict(self.endpoint.extra_headers))
+        return headers
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.base_url.rstrip("/") + "/v1/messages"
+
+    # --- turn -------------------------------------------------------------------------------
+
+    async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
+        body = self.build_body(request)
+        offered_native = any("type" in t for t in body.get("tools", []))
+        try:
+            return await with_retries(
+                lambda: self._attempt(encode(body), sink),
+                sink,
+                deadline=self.endpoint.deadline,
+                secrets=self.endpoint.secrets,
+            )
+        except ProviderError as exc:
+            rejected = exc.status_code == 400 and "tool" in exc.message.lower()
+            if isinstance(exc, ContextTooLong) or not (offered_native and rejected):
+                raise
+        # The API refused the native tool definitions: our schemas from now on.
+        self.native_rejected = True
+        sink.retry(
+            "anthropic rejected the native tool definitions; using Mermaid's tool schemas",
+            "native_tools_rejected",
+        )
+        body = self.build_body(request, native=False)
+        return await with_retries(
+            lambda: self._attempt(encode(body), sink),
+            sink,
+            deadline=self.endpoint.deadline,
+            secrets=self.endpoint.secrets,
+        )
+
+    async def _attempt(self, body: bytes, sink: TurnSink) -> ModelTurn:
+        state = _StreamState()
+        # The stream is read to its end (not left at message_stop) so the connection is reused.
+        async for event in self._http.stream_events(self.url, self.headers(), body):
+            if state.done:
+                continue
+            data = event.json()
+            kind = data.get("type") or event.event
+            if kind == "error":
+                raise map_stream_error("anthropic", data)
+            state.feed(kind, data, sink)
+        if not state.done:
+            raise StreamCut()
+        return state.result()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _image(media_type: str, data: str) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+_VERSION = re.compile(r"^claude-(?:opus|sonnet|haiku|mythos|fable)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
+
+
+def uses_adaptive_thinking(model: str) -> bool:
+    """Claude 4.6 and later take `thinking: {type: adaptive}` + an effort; older ones a budget."""
+    match = _VERSION.match(model)
+    if match is None:
+        return model.startswith(("claude-mythos", "claude-fable"))
+    major, minor = int(match.group(1)), int(match.group(2) or 0)
+    return (major, minor) >= (4, 6)
+
+
+def _default_max_tokens(model: str) -> int:
+    return 8_192 if model.startswith("claude-3-") else DEFAULT_MAX_TOKENS
+
+
+class _StreamState:
+    """Accumulates one streamed message. Blocks of unknown type are kept aside and ignored."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, int] = {}
+        self.stop_reason: str | None = None
+        self.model: str | None = None
+        self.done = False
+
+    def feed(self, kind: str | None, data: dict[str, Any], sink: TurnSink) -> None:
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self.model = message.get("model")
+            self._usage(message.get("usage"))
+        elif kind == "content_block_start":
+            block = dict(data.get("content_block") or {})
+            block.setdefault("_json", "")
+            self.blocks[int(data.get("index", len(self.blocks)))] = block
+            if block.get("type") == "text" and block.get("text"):
+                sink.text(block["text"])
+        elif kind == "content_block_delta":
+            block = self.blocks.setdefault(int(data.get("index", 0)), {"type": "unknown", "_json": ""})
+            delta = data.get("delta") or {}
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                block["text"] = block.get("text", "") + delta.get("text", "")
+                sink.text(delta.get("text", ""))
+            elif dtype == "input_json_delta":
+                block["_json"] += delta.get("partial_json", "")
+            elif dtype == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+                sink.reasoning(delta.get("thinking", ""))
+            elif dtype == "signature_delta":
+                block["signature"] = block.get("signature", "") + delta.get("signature", "")
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            if delta.get("stop_reason"):
+                self.stop_reason = delta["stop_reason"]
+            self._usage(data.get("usage"))
+        elif kind == "message_stop":
+            self.done = True
+        # ping, content_block_stop and unknown events need nothing
+
+    def _usage(self, usage: dict[str, Any] | None) -> None:
+        for key, value in (usage or {}).items():
+            if isinstance(value, int):
+                self.usage[key] = value
+
+    def result(self) -> ModelTurn:
+        content: list[Block] = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            btype = block.get("type")
+            if btype == "text":
+                if block.get("text"):
+                    content.append(TextBlock(text=block["text"]))
+            elif btype == "thinking":
+                content.append(
+                    ReasoningBlock(
+                        text=block.get("thinking", ""),
+                        signature=block.get("signature") or None,
+                        provider="anthropic",
+                    )
+                )
+            elif btype == "redacted_thinking":
+                content.append(ReasoningBlock(redacted=str(block.get("data", "")), provider="anthropic"))
+            elif btype == "tool_use":
+                raw = block["_json"]
+                if not raw and isinstance(block.get("input"), dict) and block["input"]:
+                    raw = json.dumps(block["input"])
+                args, bad = _parse_args(raw)
+                call = ToolCallBlock(
+                    id=str(block.get("id", f"toolu_{index}")),
+                    name=str(block.get("name", "")),
+                    arguments=args,
+                    raw_arguments=bad,
+                )
+                content.append(native_tools.rewrite_anthropic(call))
+        usage = Usage(
+            input_tokens=self.usage.get("input_tokens", 0),
+            output_tokens=self.usage.get("output_tokens", 0),
+            cache_read_input_tokens=self.usage.get("cache_read_input_tokens", 0),
+            cache_creation_input_tokens=self.usage.get("cache_creation_input_tokens", 0),
+        )
+        stop = _STOP_REASONS.get(self.stop_reason or "", self.stop_reason)
+        return ModelTurn(content=tuple(content), stop_reason=stop, usage=usage, model=self.model)

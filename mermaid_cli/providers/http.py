@@ -1,0 +1,343 @@
+"""What the three HTTP clients share: SSE parsing, error mapping, retries and the request encoder.
+
+Retries (429, 5xx, Anthropic `overloaded_error`, connection resets, a stream cut mid-message) restart
+the whole turn: nothing of a failed attempt reaches the returned `ModelTurn`. Deltas the failed
+attempt already streamed to the sink stay streamed, so a consumer may see text repeat after a
+`sink.retry(...)` call; that call is the marker to reset any partial display.
+
+httpx is imported inside functions: this module is imported by `create_provider`, which the CLI
+loads only for a real run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mermaid_cli.errors import ContextTooLong, ProviderError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from mermaid_cli.providers.base import TurnSink
+
+T = TypeVar("T")
+
+#: Attempts per turn, the first included. The run deadline usually ends retrying first.
+MAX_ATTEMPTS = 6
+BASE_DELAY = 0.5
+MAX_DELAY = 30.0
+
+_CONTEXT_PHRASES = (
+    "prompt is too long",
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "context length",
+    "too many tokens",
+    "input is too long",
+)
+_RETRYABLE_TYPES = {
+    "overloaded_error",
+    "api_error",
+    "rate_limit_error",
+    "server_error",
+    "rate_limit_exceeded",
+}
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """Deterministic compact JSON: the same request prefix always has the same bytes (caching)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class Retryable(ProviderError):
+    """A failure worth another attempt. `retry_after` (seconds) comes from the provider."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, code=code, retryable=True, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class StreamCut(Retryable):
+    def __init__(self, message: str = "the response stream ended before the message was complete") -> None:
+        super().__init__(message, code="stream_cut")
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    event: str | None
+    data: str
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.data)
+        except ValueError:
+            raise Retryable(
+                f"the provider sent an event that is not JSON: {self.data[:200]!r}", code="bad_event"
+            ) from None
+
+
+async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
+    """Server-sent events from a line iterator (text/event-stream framing, comments skipped)."""
+    event: str | None = None
+    data: list[str] = []
+    async for raw in lines:
+        line = raw.rstrip("\r\n")
+        if not line:
+            if data:
+                yield SSEEvent(event, "\n".join(data))
+            event, data = None, []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "event":
+            event = value
+        elif field == "data":
+            data.append(value)
+    # An unterminated trailing event is a cut stream; callers notice the missing terminal event.
+
+
+def _error_text(body: str) -> tuple[str, str | None]:
+    """(message, error type/code) from an Anthropic or OpenAI error body, or the raw text."""
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return (body.strip()[:500] or "no error message"), None
+    if isinstance(obj, list) and obj:
+        obj = obj[0]
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("detail") or json.dumps(err)[:500]
+            kind = err.get("type") or err.get("code")
+            return str(msg), (str(kind) if kind else None)
+        if isinstance(err, str):
+            return err, None
+    return body.strip()[:500], None
+
+
+def _retry_after(headers: Any) -> float | None:
+    for name in ("retry-after-ms", "retry-after"):
+        value = headers.get(name) if headers is not None else None
+        if value is None:
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            return None  # an HTTP date: rare from these APIs; fall back to our backoff
+        return seconds / 1000 if name == "retry-after-ms" else seconds
+    return None
+
+
+def map_http_error(provider: str, status: int, body: str, headers: Any = None) -> ProviderError:
+    """The error for a non-2xx response: retryable, context too long, or final (exit 5)."""
+    message, kind = _error_text(body)
+    text = f"{provider}: HTTP {status}: {message}"
+    lowered = f"{message} {kind or ''} {body[:2000]}".lower()
+    should_retry = (headers.get("x-should-retry") or "").lower() if headers is not None else ""
+    retryable = status in (408, 409, 429) or status >= 500 or kind in ("overloaded_error",)
+    # Both vendors may say explicitly whether a retry can help (their SDKs honour it too).
+    if should_retry in ("true", "false"):
+        retryable = should_retry == "true"
+    if retryable:
+        return Retryable(
+            text, code=kind or f"http_{status}", status_code=status, retry_after=_retry_after(headers)
+        )
+    if status in (400, 413, 422) and any(p in lowered for p in _CONTEXT_PHRASES):
+        return ContextTooLong(text, status_code=status)
+    if status in (401, 403):
+        return ProviderError(text, code="auth", status_code=status)
+    if status == 404:
+        return ProviderError(text, code="unknown_model", status_code=status)
+    return ProviderError(text, code=kind or f"http_{status}", status_code=status)
+
+
+def map_stream_error(provider: str, payload: dict[str, Any]) -> ProviderError:
+    """An error delivered inside a 200 stream (`event: error`, `response.failed`, chat `error`)."""
+    err = payload.get("error") if isinstance(payload.get("error"), dict) else payload
+    if err is None or not isinstance(err, dict):
+        err = {"message": str(payload.get("error"))}
+    kinds = [str(v) for v in (err.get("type"), err.get("code")) if v and v != "error"]
+    kind = kinds[0] if kinds else None
+    message = str(err.get("message") or kind or "stream error")
+    text = f"{provider}: {message}"
+    if any(k in _RETRYABLE_TYPES for k in kinds):
+        return Retryable(text, code=next(k for k in kinds if k in _RETRYABLE_TYPES))
+    if any(p in f"{message} {' '.join(kinds)}".lower() for p in _CONTEXT_PHRASES):
+        return ContextTooLong(text)
+    return ProviderError(text, code=kind or "stream_error")
+
+
+def map_transport_error(provider: str, url: str, exc: Exception) -> ProviderError:
+    import httpx
+
+    if isinstance(exc, httpx.ConnectError):
+        # Refused / DNS failure: nearly always a wrong base URL, so fail fast and name it.
+        return ProviderError(
+            f"{provider}: cannot connect to {url}: {exc or 'connection refused'}", code="connect"
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return Retryable(f"{provider}: request to {url} timed out", code="timeout")
+    return Retryable(
+        f"{provider}: connection to {url} failed: {type(exc).__name__}: {exc}", code="connection"
+    )
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def backoff_delay(attempt: int, retry_after: float | None) -> float:
+    """Exponential backoff with full jitter; a provider's `retry-after` is honoured as a floor."""
+    computed = random.uniform(0, min(MAX_DELAY, BASE_DELAY * (2**attempt)))
+    if retry_after is not None:
+        return max(retry_after, min(computed, retry_after * 2))
+    return computed
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    sink: TurnSink,
+    *,
+    deadline: float | None,
+    secrets: tuple[str, ...] = (),
+    max_attempts: int = MAX_ATTEMPTS,
+) -> T:
+    """Run `attempt` until it succeeds, fails for good, or the deadline (time.monotonic()) nears."""
+    for n in range(max_attempts):
+        try:
+            return await attempt()
+        except Retryable as exc:
+            message = redact(exc.message, secrets)
+            if n + 1 >= max_attempts:
+                raise ProviderError(
+                    f"{message} (gave up after {max_attempts} attempts)",
+                    code=exc.code,
+                    status_code=exc.status_code,
+                ) from None
+            delay = backoff_delay(n, exc.retry_after)
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                raise ProviderError(
+                    f"{message} (no time left to retry before the run deadline)",
+                    code=exc.code,
+                    status_code=exc.status_code,
+                ) from None
+            sink.retry(f"{message}; retrying in {delay:.1f}s (attempt {n + 2}/{max_attempts})", exc.code)
+            await asyncio.sleep(delay)
+        except ProviderError as exc:
+            exc.message = redact(exc.message, secrets)
+            exc.args = (exc.message,)
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # A response whose shape we cannot read: the provider's fault far more often than ours.
+            detail = redact(f"{type(exc).__name__}: {exc}", secrets)[:300]
+            raise ProviderError(
+                f"malformed response from the provider ({detail})", code="bad_response"
+            ) from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class HttpTransport:
+    """One lazily created httpx.AsyncClient per provider, and the streaming POST all clients use."""
+
+    def __init__(self, provider: str, *, secrets: tuple[str, ...] = (), timeout: float = 600.0) -> None:
+        self.provider = provider
+        self.secrets = secrets
+        self._timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            import socket
+            import urllib.request
+
+            import httpx
+
+            timeout = httpx.Timeout(self._timeout, connect=10.0)
+            if urllib.request.getproxies():
+                # httpx applies HTTP(S)_PROXY / NO_PROXY only to a client without its own transport
+                self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=True)
+            else:
+                # TCP_NODELAY: on a reused connection headers and body go out as separate writes;
+                # Nagle + delayed ACK would hold the body back ~40 ms per request.
+                transport = httpx.AsyncHTTPTransport(
+                    socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+                )
+                self._client = httpx.AsyncClient(
+                    timeout=timeout, follow_redirects=False, trust_env=True, transport=transport
+                )
+        return self._client
+
+    async def stream_events(self, url: str, headers: dict[str, str], body: bytes) -> AsyncIterator[SSEEvent]:
+        """POST `body` and yield SSE events. Non-2xx → mapped error; transport failure → mapped error."""
+        import httpx
+
+        client = self.client()
+        try:
+            async with client.stream("POST", url, headers=headers, content=body) as response:
+                if response.status_code >= 300:
+                    raw = (await response.aread()).decode("utf-8", "replace")
+                    raise map_http_error(self.provider, response.status_code, raw, response.headers)
+                async for event in iter_sse(response.aiter_lines()):
+                    yield event
+        except httpx.HTTPError as exc:
+            raise map_transport_error(self.provider, url, exc) from None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Everything a client needs to reach one model. `api_key` never appears in messages."""
+
+    provider: str  # the id prefix: anthropic, openai, groq, or a [providers.NAME]
+    model: str  # passed verbatim to the vendor
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    native_tools: bool = True
+    deadline: float | None = None  # time.monotonic() value; retries stop before it
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.api_key,) if self.api_key else ()
+
+
+def split_last_item(raw: bytes, key: str) -> bytes:
+    """The bytes of an encoded request before the last element of its final array `key`.
+
+    Requests put the growing conversation last, so this is the cacheable prefix: a turn whose
+    prefix starts with the previous turn's prefix reuses the provider's prompt cache."""
+    body = json.loads(raw)
+    items = body.get(key) or []
+    if not items:
+        return raw
+    tail = json.dumps(items[-1], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    end = raw.rfind(tail)
+    return raw[:end] if end >= 0 else raw

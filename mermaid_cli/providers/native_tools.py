@@ -1,0 +1,179 @@
+"""Provider-native tool definitions and the rewrite of their calls onto Mermaid's tools.
+
+Models are trained on their vendor's own tools, so with `[tools] provider_native = true`:
+
+- Anthropic gets the text editor (`text_editor_20250728`, named `str_replace_based_edit_tool`) in
+  place of `read_file` / `write_file` / `edit_file` (offered only when all three are in the
+  request), and `bash` (`bash_20250124`) beside `execute_command` (which keeps its timeout and
+  background mode; offered when `execute_command` is in the request).
+- OpenAI Responses gets OpenAI's `apply_patch` tool in place of our `apply_patch` schema.
+
+Each native call is rewritten onto our tool before the ModelTurn leaves the provider, so the
+policy gate, checkpoints and approvals see the tool they always see. `ToolCallBlock.native` keeps
+the call as the model wrote it (`{"provider": "anthropic", "name": ..., "input": ...}` or
+`{"provider": "openai", "item": {...}}`) so history sends it back unchanged.
+
+Mapping (text editor):
+- `view` → `read_file(path, offset=start, limit=end-start+1)` (read_file numbers lines, 1-based).
+- `str_replace` → `edit_file(path, target_content=old_str, replacement_content=new_str)`.
+- `create` → `write_file(path, content=file_text)`.
+- `insert` → `apply_patch` with a zero-context unified-diff hunk `@@ -N,0 +N+1,K @@` (add K lines
+  after line N). `edit_file` needs text to anchor on, which `insert` does not give; the range
+  header is the exact equivalent and `apply_patch` accepts unified-diff range headers.
+- `bash` → `execute_command(command, timeout=600)`; `restart: true` → `execute_command("true")`
+  (each command already runs in a fresh shell, so a restart is a no-op).
+A call that cannot be mapped (unknown command, missing fields) keeps its native name; the loop then
+answers with an unknown-tool error the model can read.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from mermaid_cli.types import ToolCallBlock, ToolSpec
+
+TEXT_EDITOR_NAME = "str_replace_based_edit_tool"
+TEXT_EDITOR_TYPE = "text_editor_20250728"
+BASH_NAME = "bash"
+BASH_TYPE = "bash_20250124"
+#: the longest foreground timeout execute_command accepts
+BASH_TIMEOUT = 600
+
+_EDITOR_REPLACES = ("read_file", "write_file", "edit_file")
+
+
+def anthropic_tools(tools: tuple[ToolSpec, ...], native: bool) -> tuple[list[ToolSpec], list[dict[str, Any]]]:
+    """(our specs still offered, native tool definitions) for one Anthropic request."""
+    names = {t.name for t in tools}
+    if not native:
+        return list(tools), []
+    natives: list[dict[str, Any]] = []
+    kept = list(tools)
+    if all(n in names for n in _EDITOR_REPLACES):
+        kept = [t for t in kept if t.name not in _EDITOR_REPLACES]
+        natives.append({"type": TEXT_EDITOR_TYPE, "name": TEXT_EDITOR_NAME})
+    # Commands run under PowerShell on Windows, which the bash tool's model would not expect.
+    if "execute_command" in names and BASH_NAME not in names and sys.platform != "win32":
+        natives.append({"type": BASH_TYPE, "name": BASH_NAME})
+    return kept, natives
+
+
+def rewrite_anthropic(call: ToolCallBlock) -> ToolCallBlock:
+    """Our tool call for an Anthropic native call; other calls pass through unchanged."""
+    if call.name not in (TEXT_EDITOR_NAME, BASH_NAME) or call.arguments is None:
+        return call
+    native = {"provider": "anthropic", "name": call.name, "input": call.arguments}
+    mapped = _map_editor(call.arguments) if call.name == TEXT_EDITOR_NAME else _map_bash(call.arguments)
+    if mapped is None:
+        return call.model_copy(update={"native": native})
+    name, args = mapped
+    return ToolCallBlock(id=call.id, name=name, arguments=args, native=native)
+
+
+def _str(args: dict[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _map_editor(args: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    command, path = args.get("command"), _str(args, "path")
+    if path is None:
+        return None
+    if command == "view":
+        out: dict[str, Any] = {"path": path}
+        rng = args.get("view_range")
+        if isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, int) for v in rng):
+            start, end = max(1, rng[0]), rng[1]
+            out["offset"] = start
+            if end != -1 and end >= start:
+                out["limit"] = end - start + 1
+        return "read_file", out
+    if command == "str_replace":
+        old, new = _str(args, "old_str"), args.get("new_str", "")
+        if old is None or not isinstance(new, str):
+            return None
+        return "edit_file", {"path": path, "target_content": old, "replacement_content": new}
+    if command == "create":
+        text = _str(args, "file_text")
+        return None if text is None else ("write_file", {"path": path, "content": text})
+    if command == "insert":
+        line = args.get("insert_line")
+        text = args.get("insert_text", args.get("new_str"))
+        if not isinstance(line, int) or line < 0 or not isinstance(text, str):
+            return None
+        return "apply_patch", {"patch": insert_patch(path, line, text)}
+    return None
+
+
+def insert_patch(path: str, after_line: int, text: str) -> str:
+    """A unified diff that inserts `text` after line `after_line` (0 = top of the file)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "" and len(lines) > 1:
+        lines.pop()
+    body = "".join(f"+{line}\n" for line in lines)
+    return f"--- a/{path}\n+++ b/{path}\n@@ -{after_line},0 +{after_line + 1},{len(lines)} @@\n{body}"
+
+
+def _map_bash(args: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    command = _str(args, "command")
+    if command is not None:
+        return "execute_command", {"command": command, "timeout": BASH_TIMEOUT}
+    if args.get("restart") is True:
+        return "execute_command", {"command": "true", "timeout": BASH_TIMEOUT}
+    return None
+
+
+def anthropic_native_use(call: ToolCallBlock) -> tuple[str, dict[str, Any]] | None:
+    """(name, input) to send back for a call the model made with an Anthropic native tool."""
+    native = call.native
+    if native and native.get("provider") == "anthropic" and isinstance(native.get("input"), dict):
+        return str(native["name"]), native["input"]
+    return None
+
+
+# --- OpenAI Responses: apply_patch ----------------------------------------------------------------
+
+OPENAI_APPLY_PATCH = {"type": "apply_patch"}
+
+
+def openai_tools(tools: tuple[ToolSpec, ...], native: bool) -> tuple[list[ToolSpec], list[dict[str, Any]]]:
+    if native and any(t.name == "apply_patch" for t in tools):
+        return [t for t in tools if t.name != "apply_patch"], [dict(OPENAI_APPLY_PATCH)]
+    return list(tools), []
+
+
+def rewrite_openai_apply_patch(item: dict[str, Any]) -> ToolCallBlock:
+    """Our `apply_patch` call for an `apply_patch_call` output item (the item kept as native)."""
+    call_id = str(item.get("call_id") or item.get("id") or "")
+    native = {"provider": "openai", "item": item}
+    op = item.get("operation") if isinstance(item.get("operation"), dict) else {}
+    kind, path, diff = op.get("type"), op.get("path"), op.get("diff", "")
+    if not isinstance(path, str) or not isinstance(diff, str):
+        return ToolCallBlock(
+            id=call_id, name="apply_patch", arguments=None, raw_arguments=str(op), native=native
+        )
+    if kind == "create_file":
+        lines = diff if diff.startswith("+") or not diff else "".join(f"+{ln}\n" for ln in diff.splitlines())
+        section = f"*** Add File: {path}\n{_nl(lines)}"
+    elif kind == "update_file":
+        section = f"*** Update File: {path}\n{_nl(diff)}"
+    elif kind == "delete_file":
+        section = f"*** Delete File: {path}\n"
+    else:
+        return ToolCallBlock(
+            id=call_id, name="apply_patch", arguments=None, raw_arguments=str(op), native=native
+        )
+    patch = f"*** Begin Patch\n{section}*** End Patch\n"
+    return ToolCallBlock(id=call_id, name="apply_patch", arguments={"patch": patch}, native=native)
+
+
+def _nl(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def openai_native_item(call: ToolCallBlock) -> dict[str, Any] | None:
+    native = call.native
+    if native and native.get("provider") == "openai" and isinstance(native.get("item"), dict):
+        return native["item"]
+    return None

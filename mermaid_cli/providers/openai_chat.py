@@ -1,0 +1,225 @@
+"""OpenAI Chat Completions over httpx, streaming SSE, for OpenAI-compatible servers (Groq, xAI,
+Gemini's compatible endpoint, OpenRouter, NVIDIA, Ollama, vLLM, LM Studio...).
+
+`tool_calls` deltas are accumulated by `index`; usage arrives in a last chunk with no choices
+(`stream_options.include_usage`). `messages` is the last key of the body so the prefix is stable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.http import (
+    Endpoint,
+    HttpTransport,
+    StreamCut,
+    encode,
+    map_stream_error,
+    with_retries,
+)
+from mermaid_cli.providers.openai_responses import data_url, parse_arguments
+from mermaid_cli.types import (
+    Block,
+    ImageBlock,
+    Message,
+    ModelTurn,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    TurnRequest,
+    Usage,
+)
+
+_FINISH = {
+    "stop": "stop",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+
+
+class OpenAIChatProvider:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.model_id = endpoint.model_id
+        self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.base_url.rstrip("/") + "/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if self.endpoint.api_key:
+            headers["authorization"] = f"Bearer {self.endpoint.api_key}"
+        headers.update(dict(self.endpoint.extra_headers))
+        return headers
+
+    def build_body(self, request: TurnRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+                }
+                for t in request.tools
+            ]
+        openai_itself = "api.openai.com" in self.endpoint.base_url
+        if request.max_output_tokens:
+            # OpenAI's reasoning models want max_completion_tokens; compatible servers know max_tokens.
+            body["max_completion_tokens" if openai_itself else "max_tokens"] = request.max_output_tokens
+        if request.reasoning and request.reasoning != "none":
+            if self.endpoint.provider == "openrouter":
+                body["reasoning"] = {"effort": request.reasoning}  # OpenRouter's unified shape
+            else:
+                body["reasoning_effort"] = request.reasoning
+        if request.response_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request.response_schema},
+            }
+        messages: list[dict[str, Any]] = (
+            [{"role": "system", "content": request.system}] if request.system else []
+        )
+        for message in request.messages:
+            messages.extend(_messages(message))
+        body["messages"] = messages
+        return body
+
+    async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
+        body = encode(self.build_body(request))
+        return await with_retries(
+            lambda: self._attempt(body, sink),
+            sink,
+            deadline=self.endpoint.deadline,
+            secrets=self.endpoint.secrets,
+        )
+
+    async def _attempt(self, body: bytes, sink: TurnSink) -> ModelTurn:
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish: str | None = None
+        usage: dict[str, Any] = {}
+        model: str | None = None
+        done = False
+        async for event in self._http.stream_events(self.url, self.headers(), body):
+            if done or event.data.strip() == "[DONE]":
+                done = True  # read to the end so the connection is reused
+                continue
+            chunk = event.json()
+            if not isinstance(chunk, dict):
+                continue
+            if "error" in chunk:
+                raise map_stream_error(self.endpoint.provider, chunk)
+            model = chunk.get("model") or model
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    text.append(delta["content"])
+                    sink.text(delta["content"])
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(thought, str) and thought:
+                    reasoning.append(thought)
+                    sink.reasoning(thought)
+                for tc in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(
+                        int(tc.get("index", len(calls))), {"id": "", "name": "", "arguments": ""}
+                    )
+                    if tc.get("id"):
+                        slot["id"] = tc["id"]
+                    fn = tc.get("function") or {}
+                    if fn.get("name"):
+                        slot["name"] += fn["name"]
+                    if fn.get("arguments"):
+                        slot["arguments"] += fn["arguments"]
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+        if not done and finish is None:
+            raise StreamCut()
+        content: list[Block] = []
+        if reasoning:
+            content.append(ReasoningBlock(text="".join(reasoning), provider=self.endpoint.provider))
+        if text:
+            content.append(TextBlock(text="".join(text)))
+        for index in sorted(calls):
+            slot = calls[index]
+            args, bad = parse_arguments(slot["arguments"])
+            content.append(
+                ToolCallBlock(
+                    id=slot["id"] or f"call_{index}", name=slot["name"], arguments=args, raw_arguments=bad
+                )
+            )
+        details = usage.get("prompt_tokens_details") or {}
+        cached, written = details.get("cached_tokens") or 0, details.get("cache_write_tokens") or 0
+        turn_usage = Usage(
+            input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached - written),
+            output_tokens=usage.get("completion_tokens") or 0,
+            cache_read_input_tokens=cached,
+            cache_creation_input_tokens=written,
+        )
+        stop = "tool_use" if calls else _FINISH.get(finish or "stop", finish)
+        return ModelTurn(content=tuple(content), stop_reason=stop, usage=turn_usage, model=model)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _messages(message: Message) -> list[dict[str, Any]]:
+    if message.role == "assistant":
+        text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+        calls = [
+            {
+                "id": b.id,
+                "type": "function",
+                "function": {
+                    "name": b.name,
+                    "arguments": (b.raw_arguments or "{}")
+                    if b.arguments is None
+                    else json.dumps(b.arguments, ensure_ascii=False),
+                },
+            }
+            for b in message.content
+            if isinstance(b, ToolCallBlock)
+        ]
+        out: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            out["tool_calls"] = calls
+        return [out] if text or calls else []
+    results: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            results.append(
+                {"role": "tool", "tool_call_id": block.call_id, "content": block.content or "(no output)"}
+            )
+            parts.extend(
+                {"type": "image_url", "image_url": {"url": data_url(i.media_type, i.data)}}
+                for i in block.images
+            )
+        elif isinstance(block, TextBlock) and block.text:
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(
+                {
+                    "type": "image_url",
+                    "image_url": {"url": data_url(block.image.media_type, block.image.data)},
+                }
+            )
+    if parts:
+        only_text = all(p["type"] == "text" for p in parts)
+        results.append(
+            {"role": "user", "content": "\n\n".join(p["text"] for p in parts) if only_text else parts}
+        )
+    return results

@@ -1,0 +1,342 @@
+"""OpenAI Responses API over httpx, streaming SSE.
+
+Stateless on purpose (`store: false`, no `previous_response_id`): the whole conversation goes with
+every request, reasoning items included (their `encrypted_content` is requested with `include`),
+so a run can resume from a session file and the request prefix stays cacheable. `input` is the
+last key of the body so everything before the newest item is byte-identical across turns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from mermaid_cli.errors import ContextTooLong, ProviderError
+from mermaid_cli.providers import native_tools
+from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.http import (
+    Endpoint,
+    HttpTransport,
+    StreamCut,
+    encode,
+    map_stream_error,
+    with_retries,
+)
+from mermaid_cli.types import (
+    Block,
+    ImageBlock,
+    Message,
+    ModelTurn,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    TurnRequest,
+    Usage,
+)
+
+_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "codex")
+
+
+def is_reasoning_model(model: str) -> bool:
+    name = model.rsplit("/", 1)[-1]
+    return name.startswith(_REASONING_PREFIXES) and "chat-latest" not in name
+
+
+_GPT5_BASE = re.compile(r"^gpt-5(-(mini|nano|codex|pro))?(-\d{4}-\d{2}-\d{2})?$")
+
+
+def _never_reasons(model: str) -> bool:
+    """Models that reject a `reasoning` parameter (asking them to think is dropped)."""
+    return model.startswith(("gpt-4", "gpt-3")) or "chat-latest" in model
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None, raw
+    return (value, None) if isinstance(value, dict) else (None, raw)
+
+
+def data_url(media_type: str, data: str) -> str:
+    return f"data:{media_type};base64,{data}"
+
+
+class OpenAIResponsesProvider:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.model_id = endpoint.model_id
+        self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
+        self.native_rejected = False
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.base_url.rstrip("/") + "/responses"
+
+    def headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if self.endpoint.api_key:
+            headers["authorization"] = f"Bearer {self.endpoint.api_key}"
+        headers.update(dict(self.endpoint.extra_headers))
+        return headers
+
+    # --- request ----------------------------------------------------------------------------
+
+    def build_body(self, request: TurnRequest, *, native: bool | None = None) -> dict[str, Any]:
+        use_native = self.endpoint.native_tools and not self.native_rejected if native is None else native
+        specs, natives = native_tools.openai_tools(request.tools, use_native)
+        tools: list[dict[str, Any]] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+                "strict": False,
+            }
+            for t in specs
+        ]
+        tools.extend(dict(n) for n in natives)
+        model = self.endpoint.model
+        body: dict[str, Any] = {"model": model, "stream": True, "store": False}
+        if request.system:
+            body["instructions"] = request.system
+        if tools:
+            body["tools"] = tools
+        reasoning = is_reasoning_model(model)
+        if request.reasoning and request.reasoning != "none" and not _never_reasons(model):
+            body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
+            reasoning = True
+        elif request.reasoning == "none" and reasoning and model.startswith("gpt-5"):
+            # gpt-5 itself thinks at least "minimal"; gpt-5.1 and later can switch it off
+            body["reasoning"] = {"effort": "minimal" if _GPT5_BASE.match(model) else "none"}
+        if reasoning:
+            body["include"] = ["reasoning.encrypted_content"]
+        if request.max_output_tokens:
+            body["max_output_tokens"] = request.max_output_tokens
+        if request.response_schema is not None:
+            body["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": "output",
+                    "schema": request.response_schema,
+                    "strict": False,
+                }
+            }
+        # Native apply_patch calls go back as written only while the native tool is offered.
+        patch_calls = {
+            b.id
+            for m in request.messages
+            for b in m.content
+            if natives and isinstance(b, ToolCallBlock) and native_tools.openai_native_item(b)
+        }
+        items: list[dict[str, Any]] = []
+        for message in request.messages:
+            items.extend(
+                _user_items(message.content, patch_calls)
+                if message.role == "user"
+                else self._items(message, patch_calls)
+            )
+        body["input"] = items
+        return body
+
+    def _items(self, message: Message, patch_calls: set[str]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, TextBlock) and block.text:
+                items.append({"role": "assistant", "content": block.text})
+            elif (
+                isinstance(block, ReasoningBlock)
+                and block.item is not None
+                and block.provider in (None, "openai")
+            ):
+                items.append(_reasoning_input(block.item))
+            elif isinstance(block, ToolCallBlock):
+                native = native_tools.openai_native_item(block) if block.id in patch_calls else None
+                if native is not None:
+                    items.append(_apply_patch_input(native))
+                else:
+                    raw = (
+                        block.raw_arguments
+                        if block.arguments is None
+                        else json.dumps(block.arguments, ensure_ascii=False)
+                    )
+                    items.append(
+                        {
+                            "type": "function_call",
+                            "call_id": block.id,
+                            "name": block.name,
+                            "arguments": raw or "{}",
+                        }
+                    )
+        return items
+
+    # --- turn -------------------------------------------------------------------------------
+
+    async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
+        body = self.build_body(request)
+        offered_native = any(t.get("type") != "function" for t in body.get("tools", []))
+        try:
+            return await with_retries(
+                lambda: self._attempt(encode(body), sink),
+                sink,
+                deadline=self.endpoint.deadline,
+                secrets=self.endpoint.secrets,
+            )
+        except ProviderError as exc:
+            if isinstance(exc, ContextTooLong) or not (
+                offered_native and exc.status_code == 400 and "tool" in exc.message.lower()
+            ):
+                raise
+        self.native_rejected = True
+        sink.retry(
+            f"{self.endpoint.provider} rejected the native apply_patch tool; using Mermaid's schema",
+            "native_tools_rejected",
+        )
+        body = self.build_body(request, native=False)
+        return await with_retries(
+            lambda: self._attempt(encode(body), sink),
+            sink,
+            deadline=self.endpoint.deadline,
+            secrets=self.endpoint.secrets,
+        )
+
+    async def _attempt(self, body: bytes, sink: TurnSink) -> ModelTurn:
+        items: dict[int, dict[str, Any]] = {}
+        final: dict[str, Any] | None = None
+        async for event in self._http.stream_events(self.url, self.headers(), body):
+            if final is not None:
+                continue  # read to the end so the connection is reused
+            data = event.json()
+            kind = data.get("type") or event.event
+            if kind == "response.output_text.delta":
+                sink.text(data.get("delta", ""))
+            elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+                sink.reasoning(data.get("delta", ""))
+            elif kind == "response.output_item.done":
+                items[int(data.get("output_index", len(items)))] = data.get("item") or {}
+            elif kind in ("response.completed", "response.incomplete"):
+                final = data.get("response") or {}
+            elif kind == "response.failed":
+                response = data.get("response") or {}
+                raise map_stream_error(
+                    self.endpoint.provider, {"error": response.get("error") or {"message": "response failed"}}
+                )
+            elif kind == "error":
+                raise map_stream_error(self.endpoint.provider, data)
+        if final is None:
+            raise StreamCut()
+        # The completed response lists every output item; prefer it, fall back to the streamed ones.
+        output = final.get("output") or [items[i] for i in sorted(items)]
+        return _turn_from_output(output, final)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _user_items(blocks: tuple[Block, ...], patch_calls: set[str]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, ToolResultBlock):
+            items.append(_tool_output(block, block.call_id in patch_calls))
+            parts.extend(
+                {"type": "input_image", "image_url": data_url(i.media_type, i.data), "detail": "auto"}
+                for i in block.images
+            )
+        elif isinstance(block, TextBlock) and block.text:
+            parts.append({"type": "input_text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(
+                {
+                    "type": "input_image",
+                    "image_url": data_url(block.image.media_type, block.image.data),
+                    "detail": "auto",
+                }
+            )
+    if parts:
+        items.append({"role": "user", "content": parts})
+    return items
+
+
+def _tool_output(block: ToolResultBlock, apply_patch: bool) -> dict[str, Any]:
+    # A native apply_patch call must be answered with its own output item type.
+    if apply_patch:
+        return {
+            "type": "apply_patch_call_output",
+            "call_id": block.call_id,
+            "status": "failed" if block.is_error else "completed",
+            "output": block.content,
+        }
+    return {
+        "type": "function_call_output",
+        "call_id": block.call_id,
+        "output": block.content or "(no output)",
+    }
+
+
+def _reasoning_input(item: dict[str, Any]) -> dict[str, Any]:
+    keep = ("type", "id", "summary", "content", "encrypted_content")
+    out = {k: item[k] for k in keep if k in item and item[k] is not None}
+    out.setdefault("summary", [])
+    return out
+
+
+def _apply_patch_input(item: dict[str, Any]) -> dict[str, Any]:
+    keep = ("type", "id", "call_id", "operation", "status")
+    out = {k: item[k] for k in keep if k in item and item[k] is not None}
+    out["status"] = "completed"
+    return out
+
+
+def _turn_from_output(output: list[dict[str, Any]], response: dict[str, Any]) -> ModelTurn:
+    content: list[Block] = []
+    for item in output:
+        itype = item.get("type")
+        if itype == "message":
+            text = "".join(
+                part.get("text", "")
+                for part in item.get("content") or []
+                if part.get("type") == "output_text"
+            )
+            refusal = "".join(
+                part.get("refusal", "") for part in item.get("content") or [] if part.get("type") == "refusal"
+            )
+            if text or refusal:
+                content.append(TextBlock(text=text or refusal))
+        elif itype == "reasoning":
+            summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
+            content.append(ReasoningBlock(text=summary, provider="openai", item=item))
+        elif itype == "function_call":
+            args, bad = parse_arguments(item.get("arguments") or "")
+            content.append(
+                ToolCallBlock(
+                    id=str(item.get("call_id") or item.get("id")),
+                    name=str(item.get("name")),
+                    arguments=args,
+                    raw_arguments=bad,
+                )
+            )
+        elif itype == "apply_patch_call":
+            content.append(native_tools.rewrite_openai_apply_patch(item))
+        # other item types (web_search_call, ...) are not ours: ignored
+    usage_in = response.get("usage") or {}
+    details = usage_in.get("input_tokens_details") or {}
+    cached, written = details.get("cached_tokens") or 0, details.get("cache_write_tokens") or 0
+    usage = Usage(
+        input_tokens=max(0, (usage_in.get("input_tokens") or 0) - cached - written),
+        output_tokens=usage_in.get("output_tokens") or 0,
+        cache_read_input_tokens=cached,
+        cache_creation_input_tokens=written,
+    )
+    if any(isinstance(b, ToolCallBlock) for b in content):
+        stop = "tool_use"
+    elif response.get("status") == "incomplete":
+        reason = (response.get("incomplete_details") or {}).get("reason")
+        stop = "length" if reason == "max_output_tokens" else (reason or "incomplete")
+    else:
+        stop = "stop"
+    return ModelTurn(content=tuple(content), stop_reason=stop, usage=usage, model=response.get("model"))

@@ -1,0 +1,214 @@
+"""From a model id (`provider/model`) to a ready Provider: presets, `[providers.NAME]`, keys.
+
+`create_provider` does no I/O beyond reading keys (environment, then the OS keyring); the HTTP
+client is created on the first request. The model part is passed to the vendor verbatim
+(`openrouter/anthropic/claude-sonnet-4.5` → model `anthropic/claude-sonnet-4.5`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from mermaid_cli.errors import ConfigError, ProviderError, UsageError
+from mermaid_cli.keys import lookup_key
+from mermaid_cli.providers.base import Provider
+
+
+@dataclass(frozen=True)
+class Preset:
+    api: str  # anthropic | responses | chat
+    base_url: str
+    key_env: tuple[str, ...]
+    base_url_env: str | None = None
+    default_model: str | None = None
+    key_required: bool = True
+
+
+PRESETS: dict[str, Preset] = {
+    "anthropic": Preset(
+        "anthropic",
+        "https://api.anthropic.com",
+        ("ANTHROPIC_API_KEY",),
+        "ANTHROPIC_BASE_URL",
+        "claude-sonnet-4-6",
+    ),
+    "openai": Preset(
+        "responses", "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OPENAI_BASE_URL", "gpt-5"
+    ),
+    "gemini": Preset(
+        "chat",
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+        None,
+        "gemini-2.5-pro",
+    ),
+    "groq": Preset("chat", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",), None, "openai/gpt-oss-120b"),
+    "xai": Preset("chat", "https://api.x.ai/v1", ("XAI_API_KEY",), None, "grok-4"),
+    "openrouter": Preset(
+        "chat", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",), None, "anthropic/claude-sonnet-4.5"
+    ),
+    "nvidia": Preset("chat", "https://integrate.api.nvidia.com/v1", ("NVIDIA_API_KEY",)),
+    "ollama": Preset("chat", "http://localhost:11434/v1", ("OLLAMA_API_KEY",), key_required=False),
+}
+ALIASES = {"grok": "xai"}
+#: the order in which a default model is looked for
+DEFAULT_ORDER = ("anthropic", "openai", "gemini", "groq", "xai", "openrouter", "nvidia")
+
+
+def canonical(provider: str) -> str:
+    return ALIASES.get(provider, provider)
+
+
+def split_model_id(model_id: str) -> tuple[str, str]:
+    provider, sep, model = model_id.partition("/")
+    if not sep or not provider or not model:
+        raise UsageError(
+            f"model id {model_id!r} is not provider/model (e.g. anthropic/claude-sonnet-4-6, openai/gpt-5)"
+        )
+    return provider, model
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(url: str, where: str) -> str:
+    """Only https leaves the machine: a key sent over http to a remote host is a leaked key."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"base URL {url!r} is not an http(s) URL", source=where)
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise ConfigError(
+            f"base URL {url!r} must use https (plain http is only allowed for localhost)", source=where
+        )
+    return url.rstrip("/")
+
+
+def _providers(settings: Any) -> Mapping[str, Any]:
+    return getattr(settings, "providers", None) or {}
+
+
+def _user_section(settings: Any, provider: str) -> Any:
+    providers = _providers(settings)
+    return providers.get(provider) or providers.get(canonical(provider))
+
+
+def _native(settings: Any) -> bool:
+    tools = getattr(settings, "tools", None)
+    value = getattr(tools, "provider_native", True)
+    return bool(value) if value is not None else True
+
+
+def missing_key_message(provider: str, env_vars: tuple[str, ...], authoritative: bool) -> str:
+    names = " or ".join(env_vars)
+    if authoritative:
+        return f"no API key for {provider}: set {names} ([providers.{provider}] api_key_env)"
+    return f"no API key for {provider}: set {names}, or run `mermaid login {canonical(provider)}`"
+
+
+def create_provider(
+    model_id: str, settings: Any, env: Mapping[str, str], *, deadline: float | None = None
+) -> Provider:
+    """A Provider for `model_id`. UsageError/ConfigError (exit 2) for a bad id or base URL,
+    ProviderError (exit 5) when the key is missing. `deadline` is a time.monotonic() value."""
+    from mermaid_cli.providers.http import Endpoint
+
+    provider, model = split_model_id(model_id)
+    name = canonical(provider)
+    user = _user_section(settings, provider)
+    preset = PRESETS.get(name)
+    if user is None and preset is None:
+        known = ", ".join(sorted([*PRESETS, *ALIASES]))
+        raise UsageError(
+            f"unknown provider {provider!r} in model id {model_id!r}: use one of {known}, "
+            f"or declare [providers.{provider}] with base_url"
+        )
+    api = (user.api if user is not None else None) or (preset.api if preset else "chat")
+    base_url = user.base_url if user is not None else None
+    where = f"[providers.{provider}] base_url"
+    if base_url is None and preset is not None:
+        if preset.base_url_env and env.get(preset.base_url_env, "").strip():
+            base_url, where = env[preset.base_url_env].strip(), preset.base_url_env
+        else:
+            base_url = preset.base_url
+    if not base_url:
+        raise ConfigError(f"[providers.{provider}] needs base_url", source="config")
+    base_url = check_base_url(base_url, where)
+
+    key: str | None = None
+    if user is not None and user.api_key_env:
+        key, _ = lookup_key(name, (user.api_key_env,), env, authoritative=True)
+        if key is None:
+            raise ProviderError(missing_key_message(provider, (user.api_key_env,), True), code="auth")
+    elif preset is not None:
+        key, _ = lookup_key(name, preset.key_env, env, authoritative=not preset.key_required)
+        if key is None and preset.key_required:
+            raise ProviderError(missing_key_message(provider, preset.key_env, False), code="auth")
+
+    headers = tuple(sorted((user.extra_headers or {}).items())) if user is not None else ()
+    endpoint = Endpoint(
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        api_key=key,
+        extra_headers=headers,
+        native_tools=_native(settings),
+        deadline=deadline,
+    )
+    if api == "anthropic":
+        from mermaid_cli.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(endpoint)
+    if api == "responses":
+        from mermaid_cli.providers.openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider(endpoint)
+    from mermaid_cli.providers.openai_chat import OpenAIChatProvider
+
+    return OpenAIChatProvider(endpoint)
+
+
+def default_model(settings: Any, env: Mapping[str, str]) -> str:
+    """The config's `model`, else the first provider with a key (environment before keyring)."""
+    configured = getattr(settings, "model", None)
+    if configured:
+        return str(configured)
+    candidates: list[tuple[str, tuple[str, ...], bool, str | None]] = []
+    for name in DEFAULT_ORDER:
+        user = _user_section(settings, name)
+        preset = PRESETS[name]
+        if user is not None and user.api_key_env:
+            candidates.append((name, (user.api_key_env,), True, user.default_model or preset.default_model))
+        else:
+            candidates.append(
+                (name, preset.key_env, False, (user.default_model if user else None) or preset.default_model)
+            )
+    for name, section in _providers(settings).items():
+        if canonical(name) not in PRESETS and section.api_key_env and section.default_model:
+            candidates.append((name, (section.api_key_env,), True, section.default_model))
+    # Environment first for every provider, so a keyring never overrides an explicit variable.
+    for use_keyring in (False, True):
+        for name, env_vars, authoritative, model in candidates:
+            if model is None or (use_keyring and authoritative):
+                continue
+            if use_keyring:
+                key, _ = lookup_key(name, (), env)
+            else:
+                key = next((env[v] for v in env_vars if env.get(v, "").strip()), None)
+            if key:
+                return f"{name}/{model}"
+    raise ProviderError(
+        "no model given and no provider key found: set ANTHROPIC_API_KEY or OPENAI_API_KEY "
+        "(or GOOGLE_API_KEY, GROQ_API_KEY, XAI_API_KEY, OPENROUTER_API_KEY), run `mermaid login anthropic`, "
+        "or pass --model provider/model",
+        code="auth",
+    )
