@@ -28,6 +28,16 @@ class LazyGroup(click.Group):
             "checkpoints_command",
             "List the file checkpoints taken before mutations.",
         ),
+        "login": (
+            "mermaid_cli.provider_commands",
+            "login_command",
+            "Store a provider API key in the OS keyring.",
+        ),
+        "logout": (
+            "mermaid_cli.provider_commands",
+            "logout_command",
+            "Remove a provider API key from the OS keyring.",
+        ),
         "restore": (
             "mermaid_cli.checkpoint_commands",
             "restore_command",

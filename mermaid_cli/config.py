@@ -22,6 +22,7 @@ from mermaid_cli.settings.base import Section
 from mermaid_cli.settings.exec import ExecSection
 from mermaid_cli.settings.longrun import CompactionSection, MemorySection
 from mermaid_cli.settings.mcp import McpServerSettings
+from mermaid_cli.settings.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
 from mermaid_cli.settings.web import WebSettings
 
 SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
@@ -70,6 +71,9 @@ class Settings(BaseModel):
     web: WebSettings = Field(default_factory=WebSettings)
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     mcp_defer_tools: bool = Field(True, description="Offer MCP tools through one tool_search tool.")
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    pricing: dict[str, PriceSettings] = Field(default_factory=dict)
+    tools: ProviderToolsSettings = Field(default_factory=ProviderToolsSettings)
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.

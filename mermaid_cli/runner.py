@@ -26,7 +26,6 @@ from mermaid_cli.errors import (
     EXIT_CODES,
     Interrupted,
     MermaidError,
-    ProviderError,
     RunTimeout,
     UsageError,
 )
@@ -520,8 +519,9 @@ class Run:
         if opts.record:
             from mermaid_cli.recording import Recorder
 
+            recorded_model = getattr(provider, "recorded_model", None) or self.model_id
             recorder = Recorder(
-                io.cwd / opts.record, self.model_id, io.clock().isoformat(), redact=self.redact
+                io.cwd / opts.record, recorded_model, io.clock().isoformat(), redact=self.redact
             )
             self.cleanups.append(recorder.close)
 
@@ -586,17 +586,24 @@ class Run:
         for value in (self.io.env.get("MERMAID_MASK") or "").replace(",", "\n").splitlines():
             if len(value.strip()) >= 4:
                 secrets.add(value.strip())
-        ordered = sorted((s for s in secrets if s), key=len, reverse=True)
-        if not ordered:
-            return lambda s: s
+        self.secrets = {s for s in secrets if s}
+        return self._redact
 
-        def redact(text: str) -> str:
-            for secret in ordered:
-                if secret in text:
-                    text = text.replace(secret, "[REDACTED]")
-            return text
+    def add_secret(self, value: str) -> None:
+        """A secret learned during the run (a key from the keyring): redacted from then on."""
+        if value and len(value) >= 6:
+            self.secrets.add(value)
+            self._ordered_secrets = None
 
-        return redact
+    _ordered_secrets: list[str] | None = None
+
+    def _redact(self, text: str) -> str:
+        if self._ordered_secrets is None:
+            self._ordered_secrets = sorted(self.secrets, key=len, reverse=True)
+        for secret in self._ordered_secrets:
+            if secret in text:
+                text = text.replace(secret, "[REDACTED]")
+        return text
 
     def _system_prompt(self, settings: Any) -> str:
         opts = self.opts
@@ -670,21 +677,32 @@ class Run:
         self.out.emit(event)
 
     def _provider(self, settings: Any) -> tuple[Any, Callable[[Any], float | None] | None]:
+        from mermaid_cli.pricing import cost_usd, price_for
+
         model = settings.model
-        if not model:
-            raise ProviderError(
-                "no model configured: pass --model provider/model (e.g. anthropic/claude-sonnet-4-5) "
-                "or set ANTHROPIC_API_KEY or OPENAI_API_KEY"
-            )
-        if model.startswith("replay/"):
+        if model and model.startswith("replay/"):
             from mermaid_cli.providers.replay import ReplayProvider
 
             path = Path(model[len("replay/") :])
             if not path.is_absolute():
                 path = self.io.cwd / path
-            provider = ReplayProvider(path, model)
+            provider: Any = ReplayProvider(path, model)
+            # a replay costs what the recorded model would have, when its price is known
+            price = price_for(provider.recorded_model, settings.pricing) if provider.recorded_model else None
+        else:
+            from mermaid_cli.providers.resolve import create_provider, default_model
+
+            model = default_model(settings, self.io.env)
+            self.model_id = model
+            remaining = self.deadline - self.io.monotonic()
+            provider = create_provider(model, settings, self.io.env, deadline=time.monotonic() + remaining)
+            key = getattr(getattr(provider, "endpoint", None), "api_key", None)
+            if key:
+                self.add_secret(key)
+            price = price_for(model, settings.pricing)
+        if price is None:
             return provider, None
-        raise ProviderError(f"unknown provider in model id {model!r}")
+        return provider, lambda usage: cost_usd(usage, price)
 
     def _registry(self, settings: Any) -> Any:
         from mermaid_cli.tools.base import ToolRegistry
@@ -771,9 +789,24 @@ class Run:
         changed = list(stats.files_changed)
         if self.snapshot is None:
             return changed
+        own = set()  # files Mermaid itself writes are not the run's changes
+        for name in (self.opts.record, self.opts.diff_out, self.opts.output_last_message):
+            if name:
+                try:
+                    own.add((self.io.cwd / name).resolve().relative_to(self.project_root).as_posix())
+                except ValueError:
+                    pass
+        from mermaid_cli.config import data_dir
+
+        try:
+            data_rel = data_dir(self.io.env).resolve().relative_to(self.project_root).as_posix() + "/"
+        except ValueError:
+            data_rel = None
         try:
             for path in self.snapshot.changed_files():
-                if path not in changed:
+                if data_rel and path.startswith(data_rel):
+                    continue
+                if path not in changed and path not in own:
                     changed.append(path)
             if self.opts.diff_out:
                 target = self.io.cwd / self.opts.diff_out
