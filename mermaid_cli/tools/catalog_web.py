@@ -7,7 +7,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from mermaid_cli.tools.base import Tool
-from mermaid_cli.tools.web_fetch import WebFetch, web_settings_of
+from mermaid_cli.tools.web_fetch import WebFetch
+from mermaid_cli.web.trust import call_in_allowed_domains, call_uses_network, web_settings_of
+
+__all__ = [
+    "web_tools",
+    "omitted_web_tools",
+    "web_search_status",
+    "call_uses_network",
+    "call_in_allowed_domains",
+]
 from mermaid_cli.tools.web_search import WebSearch
 from mermaid_cli.web.search_backends import select_backend
 
@@ -45,28 +54,3 @@ def web_search_status(settings: Any, env: Mapping[str, str], *, network_allowed:
     if choice.viable:
         return f"web_search: {choice.reason}"
     return f"web_search is not available: {choice.reason}"
-
-
-# ---- for the policy gate ---------------------------------------------------------------------
-
-
-def call_uses_network(name: str, arguments: dict[str, Any] | None) -> bool:
-    """False for calls that only read a snapshot already in the run (no new egress)."""
-    if name == "web_fetch" and arguments and arguments.get("snapshot_id") and not arguments.get("url"):
-        return False
-    return name in ("web_fetch", "web_search")
-
-
-def call_in_allowed_domains(settings: Any, name: str, arguments: dict[str, Any] | None) -> bool:
-    """True when a web_fetch call targets a host in `[web] allowed_domains` (auto mode then skips
-    the classifier). Redirects are still checked by netguard; web_search never qualifies."""
-    from mermaid_cli.web.netguard import FetchRefused, check_url, host_allowed
-
-    url = (arguments or {}).get("url")
-    if name != "web_fetch" or not isinstance(url, str):
-        return False
-    try:
-        host = check_url(url).host
-    except FetchRefused:
-        return False
-    return host_allowed(host, web_settings_of(settings).allowed_domains)

@@ -13,6 +13,7 @@ from mermaid_cli.types import ToolResult
 from mermaid_cli.web.netguard import FetchRefused, Resolver
 from mermaid_cli.web.report import untrusted_block, web_details
 from mermaid_cli.web.snapshots import STATE_KEY, Snapshot, SnapshotStore, page, search
+from mermaid_cli.web.trust import web_settings_of
 
 # Room kept for the header, the untrusted-block wrapper and the continuation note.
 _OVERHEAD = 1_000
@@ -43,14 +44,6 @@ class WebFetchArgs(ToolArgs):
         if self.raw and self.snapshot_id is not None:
             raise ValueError("raw applies when fetching; fetch the url again with raw: true")
         return self
-
-
-def web_settings_of(settings: Any) -> WebSettings:
-    """The `[web]` section from a Settings object, a WebSettings itself, or defaults."""
-    if isinstance(settings, WebSettings):
-        return settings
-    web = getattr(settings, "web", None)
-    return web if isinstance(web, WebSettings) else WebSettings()
 
 
 class WebFetch(Tool):

@@ -1,0 +1,546 @@
+"""The policy engine: one pure function from a proposed action to a verdict (DESIGN.md §4).
+
+No I/O, no prompts, no model calls: the caller runs hooks, the auto reviewer and the TTY prompt and
+feeds their answers back. The steps run in the order of DESIGN.md §4, which is the security
+property:
+
+1. network kill switch (`[safety] network = "deny"`): web tools are refused; so is a shell command
+   classified `network`;
+2. risk classification; a hard-deny shape is denied and nothing later can change that;
+3. hooks: the caller runs `before_tool_use` hooks (`policy.hooks.run_before_tool_use`) and passes
+   their combined opinion as `hook=`. A hook `deny` denies; a hook `ask` raises the final verdict to
+   at least `ask`; a hook `allow` is recorded but cannot skip the rules or the mode (hooks only
+   tighten). An `updatedInput` is the caller's business: build a new request and evaluate again;
+4. the first matching `[[safety.overrides]]` rule decides (an `allow` pattern for a shell command
+   is anchored to the program of a single simple command). `read_only` is a ceiling a rule cannot
+   lift: in `read_only` an allow rule only allows what is read-only anyway;
+5. memory and session tools, in-project reads: allowed without asking (memory writes denied in
+   `read_only`);
+6. the mode matrix; then the floors (`external_writes`, `system_installs`) that even
+   `full_access` keeps;
+7. resolution: `ask` with no TTY is blocked (`blocked=True`, the run ends exit 3) unless
+   `allow_untrusted` and the call is web, MCP, a subagent or an outside read.
+
+`classify` means "ask the auto reviewer": the caller calls `policy.reviewer.review` and then
+`resolve_review(...)`, which turns an escalation into an `ask` (TTY) or a block (headless).
+
+Wiring, per call: `request = requests.request_for_call(...)`; `before_hooks(request, policy)`
+(a deny there makes the hooks pointless); `hook = await hooks.run_before_tool_use(...)` (on an
+`updatedInput`, rebuild the request and start over); `outcome = evaluate(..., hook=hook,
+session_allow=remembered)`; then `classify` → reviewer → `resolve_review`; `ask` → TTY prompt
+(answer 2 remembers `outcome.allow_key`); `deny` with `blocked` → exit 3 at the end of the run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from mermaid_cli.policy.shell import (
+    RANK,
+    Risk,
+    ShellClassification,
+    classify_command,
+    sensitive_write_rule,
+    worst,
+)
+from mermaid_cli.settings.safety import Category, Override, SafetySettings
+from mermaid_cli.types import Decision
+
+Verdict = Literal["allow", "deny", "ask", "classify"]
+By = Literal["mode", "rule", "hook", "classifier", "user", "headless", "hard_deny", "network"]
+
+READ_TOOLS = frozenset({"read_file", "glob", "grep", "list_files", "list_directory", "ls", "view"})
+#: calls `--allow-untrusted-tools` lets through a headless ask
+UNTRUSTED_TOOL_CATEGORIES = frozenset({"web", "mcp", "subagent"})
+
+_CATEGORY_RISK: dict[str, Risk] = {
+    "read": "read_only",
+    "edit": "file_mutation",
+    "shell": "shell_mutation",
+    "process": "process",
+    "web": "network",
+    "mcp": "external_access",
+    "subagent": "process",
+    "memory": "low_mutation",
+    "session": "read_only",
+    "external_directory": "external_access",
+}
+
+_VERDICT_SEVERITY = {"allow": 0, "classify": 1, "ask": 2, "deny": 3}
+_FLOOR_VERDICT: dict[str, Verdict] = {"allow": "allow", "auto": "classify", "ask": "ask", "deny": "deny"}
+
+
+@dataclass(frozen=True)
+class PathRef:
+    path: str
+    outside_project: bool = False
+
+
+@dataclass(frozen=True)
+class ActionRequest:
+    """What the model wants to do, as the gate sees it."""
+
+    tool: str
+    category: Category
+    command: str | None = None
+    paths: tuple[PathRef, ...] = ()
+    mcp_read_only_hint: bool = False
+    host: str | None = None
+    summary: str = ""
+    #: a shell command whose working directory is outside the project
+    cwd_outside_project: bool = False
+
+    def __post_init__(self) -> None:
+        refs = tuple(
+            p if isinstance(p, PathRef) else PathRef(*p) if isinstance(p, tuple) else PathRef(str(p))
+            for p in self.paths
+        )
+        object.__setattr__(self, "paths", refs)
+
+    @property
+    def outside(self) -> bool:
+        return self.cwd_outside_project or any(p.outside_project for p in self.paths)
+
+    @property
+    def label(self) -> str:
+        return self.summary or self.command or (self.paths[0].path if self.paths else "") or self.tool
+
+
+class HookOpinion(Protocol):
+    """What the engine needs from `policy.hooks.HookOutcome`."""
+
+    decision: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class PolicyOutcome:
+    verdict: Verdict
+    by: By
+    reason: str
+    risk: Risk
+    rule: Override | None = None
+    #: an ask nobody could answer (headless): the run ends with exit 3. An operator deny (mode,
+    #: rule, hook, hard deny) is not a block: the model is told and goes on.
+    blocked: bool = False
+    hard_deny_rule: str | None = None
+    #: take a checkpoint before running (a mutation with `checkpoint_on_mutation`)
+    checkpoint: bool = False
+    #: what "yes, don't ask again (this session)" would remember (None: never remembered);
+    #: pass remembered keys back as `evaluate(..., session_allow=...)`
+    allow_key: str | None = None
+    shell: ShellClassification | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict == "allow"
+
+    def decision(self) -> Decision:
+        """For `tool_finished.decision`; `classify` must be resolved first (it shows as ask)."""
+        verdict: Any = "ask" if self.verdict == "classify" else self.verdict
+        return Decision(verdict=verdict, by=self.by, reason=self.reason, risk=self.risk)
+
+
+def classify_request(
+    request: ActionRequest, *, project_root: Path | None = None, home: Path | None = None
+) -> tuple[Risk, str | None, ShellClassification | None]:
+    """(risk, hard-deny rule or None, shell classification for shell commands)."""
+    shell = None
+    risk: Risk = _CATEGORY_RISK.get(request.category, "shell_mutation")
+    hard: str | None = None
+    if request.command is not None and request.category in ("shell", "process", "external_directory"):
+        shell = classify_command(request.command, project_root=project_root, home=home)
+        risk, hard = (
+            (shell.risk if request.category == "shell" else worst(risk, shell.risk)),
+            shell.hard_deny_rule,
+        )
+    if request.outside and request.category not in ("web", "mcp", "subagent", "memory", "session"):
+        risk = worst(risk, "external_access")
+    if request.category in ("edit", "external_directory") and hard is None and request.tool not in READ_TOOLS:
+        for ref in request.paths:
+            path = ref.path
+            if not posixpath.isabs(path) and project_root is not None:
+                path = posixpath.join(str(project_root), path)
+            if posixpath.isabs(path):
+                hard = sensitive_write_rule(path, str(home) if home is not None else None)
+                if hard:
+                    break
+    if hard is not None:
+        risk = "destructive"
+    return risk, hard, shell
+
+
+def evaluate(
+    request: ActionRequest,
+    policy: SafetySettings,
+    *,
+    interactive: bool,
+    allow_untrusted: bool,
+    untrusted_content: bool = False,
+    hook: HookOpinion | None = None,
+    project_root: Path | None = None,
+    home: Path | None = None,
+    session_allow: Collection[str] = (),
+) -> PolicyOutcome:
+    """Decide one call. `untrusted_content`: the conversation holds content from an untrusted
+    source (web pages, MCP results, issue text); `full_access` then sends anything beyond a file
+    edit to the reviewer instead of running it unvetted."""
+    allow_untrusted = allow_untrusted or policy.allow_untrusted_headless_tools
+    cat = request.category
+
+    # 1-2. network kill switch, classification, hard deny
+    early, risk, shell = _early(request, policy, project_root=project_root, home=home)
+    if early is not None:
+        return early
+    checkpoint = policy.checkpoint_on_mutation and risk != "read_only" and cat not in ("memory", "session")
+    allow_key = session_allow_key(request, shell)
+
+    def out(verdict: Verdict, by: By, reason: str, rule: Override | None = None) -> PolicyOutcome:
+        cp = rule.checkpoint if rule is not None and rule.checkpoint is not None else checkpoint
+        return PolicyOutcome(
+            verdict,
+            by,
+            reason,
+            risk,
+            rule=rule,
+            checkpoint=cp and verdict != "deny",
+            allow_key=allow_key,
+            shell=shell,
+        )
+
+    # 3. hooks: a deny wins here; an ask is applied at the end
+    if hook is not None and hook.decision == "deny":
+        return out("deny", "hook", f"Denied by hook: {hook.reason or 'no reason given'}")
+    hook_asks = hook is not None and hook.decision == "ask"
+
+    # 4. first matching override
+    rule = next((r for r in policy.overrides if _rule_matches(r, request, shell)), None)
+    if rule is not None:
+        if rule.decision == "deny":
+            return out("deny", "rule", rule.reason or "blocked by policy override", rule)
+        if policy.mode == "read_only" and not _read_only_permits(request, risk):
+            return out("deny", "mode", _read_only_reason(request, risk) + " (a rule cannot lift read_only)")
+        if rule.decision == "allow":
+            return _finish(
+                out("allow", "rule", rule.reason or "allowed by policy override", rule),
+                request,
+                hook_asks,
+                interactive,
+                allow_untrusted,
+                policy,
+            )
+        return _finish(
+            out("ask", "rule", rule.reason or "policy override asks for approval", rule),
+            request,
+            hook_asks,
+            interactive,
+            allow_untrusted,
+            policy,
+        )
+
+    # 5. calls that never ask
+    if cat == "memory":
+        if policy.mode == "read_only":
+            return out("deny", "mode", "read-only safety mode blocks memory writes")
+        return _finish(
+            out("allow", "mode", "memory"), request, hook_asks, interactive, allow_untrusted, policy
+        )
+    if cat == "session" or (cat == "read" and not request.outside):
+        return _finish(
+            out("allow", "mode", "in-project read"), request, hook_asks, interactive, allow_untrusted, policy
+        )
+
+    # 6. mode matrix, then floors
+    mode = policy.mode
+    verdict: Verdict
+    reason: str
+    if mode == "read_only":
+        if cat == "web":
+            if policy.allow_readonly_web:
+                verdict, reason = "allow", "read_only with allow_readonly_web"
+            else:
+                verdict, reason = "ask", "read-only safety mode asks before web access"
+        elif cat == "subagent":
+            verdict, reason = "allow", "subagent inherits read_only"
+        elif risk == "read_only":
+            verdict, reason = "allow", "read-only action"
+        else:
+            return out("deny", "mode", _read_only_reason(request, risk))
+    elif mode == "ask":
+        verdict, reason = "ask", f"safety mode 'ask' asks before every {risk} action"
+    elif mode == "auto":
+        if RANK[risk] <= RANK["file_mutation"]:
+            verdict, reason = "allow", f"auto allows {risk}"
+        else:
+            verdict, reason = "classify", f"auto sends {risk} to the reviewer"
+    else:  # full_access
+        verdict, reason = "allow", "full_access"
+        if untrusted_content and RANK[risk] > RANK["file_mutation"]:
+            verdict, reason = "classify", "untrusted content in context: the reviewer vets this"
+
+    if mode != "read_only":
+        if cat == "mcp" and not request.mcp_read_only_hint:
+            floor = _FLOOR_VERDICT[policy.external_writes]
+            if _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
+                verdict = floor
+                reason = (
+                    "external-writes policy blocks write-shaped MCP tools"
+                    if floor == "deny"
+                    else f"external_writes = {policy.external_writes}: write-shaped MCP tool"
+                )
+        if risk == "system_mutation":
+            floor = _FLOOR_VERDICT[policy.system_installs]
+            if _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
+                verdict = floor
+                reason = (
+                    "system-installs policy blocks machine-scoped installs"
+                    if floor == "deny"
+                    else f"system_installs = {policy.system_installs}: machine-scoped install"
+                )
+    if verdict == "deny":
+        return out("deny", "mode", reason)
+    if verdict in ("ask", "classify") and allow_key is not None and allow_key in session_allow:
+        verdict, by, reason = "allow", "user", "approved earlier in this session (don't ask again)"
+        return _finish(out(verdict, by, reason), request, hook_asks, interactive, allow_untrusted, policy)
+    return _finish(out(verdict, "mode", reason), request, hook_asks, interactive, allow_untrusted, policy)
+
+
+def before_hooks(
+    request: ActionRequest,
+    policy: SafetySettings,
+    *,
+    project_root: Path | None = None,
+    home: Path | None = None,
+) -> PolicyOutcome | None:
+    """Steps 1-2 alone: the deny (network kill switch or hard deny) that makes running the hooks
+    pointless, or None. `evaluate` repeats them, so calling this first is optional."""
+    return _early(request, policy, project_root=project_root, home=home)[0]
+
+
+def _early(
+    request: ActionRequest, policy: SafetySettings, *, project_root: Path | None, home: Path | None
+) -> tuple[PolicyOutcome | None, Risk, ShellClassification | None]:
+    network_off = 'blocked because network access is disabled (safety.network = "deny" / --no-network)'
+    if policy.network == "deny" and request.category == "web":
+        return PolicyOutcome("deny", "network", f"{request.tool} {network_off}", "network"), "network", None
+    risk, hard, shell = classify_request(request, project_root=project_root, home=home)
+    if hard is not None:
+        outcome = PolicyOutcome("deny", "hard_deny", hard, "destructive", hard_deny_rule=hard, shell=shell)
+        return outcome, risk, shell
+    if policy.network == "deny" and shell is not None and risk == "network":
+        return (
+            PolicyOutcome("deny", "network", f"{request.label} {network_off}", risk, shell=shell),
+            risk,
+            shell,
+        )
+    return None, risk, shell
+
+
+def _finish(
+    outcome: PolicyOutcome,
+    request: ActionRequest,
+    hook_asks: bool,
+    interactive: bool,
+    allow_untrusted: bool,
+    policy: SafetySettings,
+) -> PolicyOutcome:
+    if hook_asks and outcome.verdict in ("allow", "classify"):
+        outcome = _replace(
+            outcome, verdict="ask", by="hook", reason="a before_tool_use hook asks for approval"
+        )
+    if outcome.verdict != "ask":
+        return outcome
+    return resolve_ask(
+        outcome, request, interactive=interactive, allow_untrusted=allow_untrusted, policy=policy
+    )
+
+
+def resolve_ask(
+    outcome: PolicyOutcome,
+    request: ActionRequest,
+    *,
+    interactive: bool,
+    allow_untrusted: bool,
+    policy: SafetySettings | None = None,
+) -> PolicyOutcome:
+    """Step 7 for an `ask`: a person answers at a TTY; headless, it is blocked unless
+    `--allow-untrusted-tools` covers the call."""
+    if interactive:
+        return outcome
+    if allow_untrusted and untrusted_kind(request):
+        return _replace(
+            outcome, verdict="allow", by="headless", reason="allowed headless by --allow-untrusted-tools"
+        )
+    return _replace(
+        outcome,
+        verdict="deny",
+        by="headless",
+        blocked=True,
+        checkpoint=False,
+        reason=headless_message(request, outcome, policy),
+    )
+
+
+def resolve_review(
+    outcome: PolicyOutcome,
+    request: ActionRequest,
+    *,
+    allow: bool,
+    reason: str,
+    interactive: bool,
+) -> PolicyOutcome:
+    """Fold the auto reviewer's answer into a `classify` outcome. An escalation goes to a person at
+    a TTY, and is a block headless (even with --allow-untrusted-tools: the reviewer objected)."""
+    if allow:
+        return _replace(outcome, verdict="allow", by="classifier", reason=reason or "auto reviewer: ALLOW")
+    if interactive:
+        return _replace(outcome, verdict="ask", by="classifier", reason=f"auto reviewer escalated: {reason}")
+    return _replace(
+        outcome,
+        verdict="deny",
+        by="headless",
+        blocked=True,
+        checkpoint=False,
+        reason=(
+            f"{request.label} blocked by the auto-mode safety review: {reason}. Nobody can approve it in a "
+            "headless run; to let it run, add a [[safety.overrides]] allow rule for it or use --safety full_access."
+        ),
+    )
+
+
+def session_allow_key(request: ActionRequest, shell: ShellClassification | None) -> str | None:
+    """The "don't ask again" key: the program of a simple shell command, the directory of an
+    outside path, the host of a web call, the tool otherwise. MCP calls, commands with
+    substitutions or several segments, and commands run outside the project are never remembered."""
+    if request.category == "mcp":
+        return None
+    if request.command is not None:
+        if shell is None or not shell.simple or not shell.programs or request.cwd_outside_project:
+            return None
+        return f"{request.tool}:program:{shell.programs[0]}"
+    if request.host:
+        return f"{request.tool}:host:{request.host}"
+    outside = [p.path for p in request.paths if p.outside_project]
+    if outside:
+        dirs = {posixpath.dirname(posixpath.normpath(p)) for p in outside}
+        return f"{request.tool}:dir:{dirs.pop()}" if len(dirs) == 1 else None
+    return f"{request.tool}:project"
+
+
+def resolve_user(outcome: PolicyOutcome, *, approved: bool) -> PolicyOutcome:
+    """A person's answer to an `ask` (1/2 = approved, 3/Esc = not). A refusal is the operator's
+    intent, not a block: the model is told and goes on."""
+    if approved:
+        return _replace(outcome, verdict="allow", by="user", reason="approved by the user")
+    return _replace(outcome, verdict="deny", by="user", reason="denied by the user", checkpoint=False)
+
+
+def untrusted_kind(request: ActionRequest) -> bool:
+    """Web, MCP, subagent and outside-read calls: what --allow-untrusted-tools lets through."""
+    if request.category in UNTRUSTED_TOOL_CATEGORIES:
+        return True
+    if request.category == "read" or (
+        request.category == "external_directory" and request.tool in READ_TOOLS
+    ):
+        return True
+    return False
+
+
+def headless_message(
+    request: ActionRequest, outcome: PolicyOutcome, policy: SafetySettings | None = None
+) -> str:
+    mode = policy.mode if policy is not None else None
+    hint = _rule_hint(request, outcome)
+    parts = [
+        f"{request.label} requires approval ({outcome.reason}), but this is a headless run with nobody to ask.",
+        "To let it run: use --safety auto or --safety full_access"
+        + (f" (now '{mode}')" if mode else "")
+        + ",",
+        f'add a [[safety.overrides]] rule with decision = "allow" ({hint}),',
+    ]
+    if untrusted_kind(request):
+        parts.append("or pass --allow-untrusted-tools.")
+    else:
+        parts[-1] = parts[-1].rstrip(",") + "."
+    if mode == "read_only" and request.category == "web":
+        parts.append("In read_only, [safety] allow_readonly_web = true permits unattended public-web reads.")
+    return " ".join(parts)
+
+
+def _rule_hint(request: ActionRequest, outcome: PolicyOutcome) -> str:
+    if request.command is not None and outcome.shell is not None and outcome.shell.programs:
+        return f'tool = "{request.tool}", pattern = "{outcome.shell.programs[0]}"'
+    if request.host:
+        return f'tool = "{request.tool}", pattern = "{request.host}"'
+    return f'tool = "{request.tool}"'
+
+
+def _read_only_permits(request: ActionRequest, risk: Risk) -> bool:
+    return risk == "read_only" or request.category in ("web", "subagent")
+
+
+def _read_only_reason(request: ActionRequest, risk: Risk) -> str:
+    what = {
+        "network": "network access",
+        "process": "running programs",
+        "external_access": "external side effects",
+        "system_mutation": "machine-scoped changes",
+    }.get(risk, "mutations and control actions")
+    return f"read-only safety mode blocks {what}"
+
+
+def _rule_matches(rule: Override, request: ActionRequest, shell: ShellClassification | None) -> bool:
+    if rule.tool is not None and not fnmatch.fnmatchcase(request.tool, rule.tool):
+        return False
+    if rule.category is not None:
+        cats = {request.category}
+        if request.outside:
+            cats.add("external_directory")
+        if rule.category not in cats:
+            return False
+    if rule.pattern is None:
+        return True
+    pattern = rule.pattern
+    if rule.decision == "allow":
+        if request.command is not None:
+            return _anchored(pattern, shell)
+        if request.paths:
+            want = pattern.rstrip("/") or "/"
+            return all((p.path.rstrip("/") or "/") == want for p in request.paths)
+        if request.host is not None:
+            return request.host == pattern
+        return bool(request.summary) and request.summary == pattern
+    subjects = (
+        [request.command]
+        if request.command is not None
+        else [p.path for p in request.paths] or ([request.host] if request.host else []) or [request.summary]
+    )
+    return any(pattern in s for s in subjects if s)
+
+
+def _anchored(pattern: str, shell: ShellClassification | None) -> bool:
+    """`allow git` matches `git …` only when it is one simple command: no `;`, `|`, `&&`,
+    substitution, heredoc, subshell, assignment prefix or file redirect. A multi-word pattern
+    (`npm test`) must equal the first words."""
+    if shell is None or not shell.simple or not shell.segments:
+        return False
+    argv = shell.segments[0].argv
+    want = pattern.split()
+    if not want or len(argv) < len(want):
+        return False
+    if "/" in argv[0] and not re.match(r"^/(?:usr/(?:local/)?)?s?bin/[^/]+$", argv[0]):
+        return False  # `./git` is not git
+    program = argv[0].rsplit("/", 1)[-1]
+    return program == want[0] and argv[1 : len(want)] == want[1:]
+
+
+def _replace(outcome: PolicyOutcome, **changes: Any) -> PolicyOutcome:
+    from dataclasses import replace
+
+    return replace(outcome, **changes)

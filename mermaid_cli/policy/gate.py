@@ -1,0 +1,259 @@
+"""The one gate every tool call passes (DESIGN.md §4), wiring the pure engine to its I/O: hooks, the
+auto reviewer, a person at a TTY, and the protocol events. Implements the agent's `Gate`.
+
+Order per call: request -> network kill switch / hard deny -> `before_tool_use` hooks (an
+`updatedInput` goes through the gate again) -> rules -> mode -> floors -> reviewer -> person or
+headless block. Whatever decides, the decision is returned to the loop, which records it on
+`tool_finished.decision` and, unless it is a plain mode allow, as `approval_decided`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mermaid_cli import events as ev
+from mermaid_cli.policy.engine import (
+    ActionRequest,
+    PolicyOutcome,
+    before_hooks,
+    evaluate,
+    resolve_review,
+    resolve_user,
+)
+from mermaid_cli.policy.requests import request_for_call
+from mermaid_cli.types import Decision, ToolCallBlock, Usage
+
+MAX_HOOK_ROUNDS = 3
+
+# answer of a person: "once", "always" (this session), or "no"
+Approver = Callable[[str, str, str], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    decision: Decision
+    blocked: bool = False
+    args: Any = None
+    message: str | None = None
+
+
+@dataclass
+class PolicyGate:
+    settings: Any  # the run's Settings (safety, web, hooks)
+    project_root: Path
+    emit: Callable[[Any], None]
+    interactive: bool = False
+    allow_untrusted: bool = False
+    reviewer: Any = None  # a Provider for the auto reviewer; None escalates every review
+    user_request: Callable[[], str] = lambda: ""
+    hooks: list[Any] = field(default_factory=list)
+    redact: Callable[[str], str] = lambda s: s
+    approver: Approver | None = None
+    untrusted_content: Callable[[], bool] = lambda: False
+    on_usage: Callable[[Usage], None] = lambda _usage: None
+    note: Callable[[str], None] = lambda _line: None
+    session_allow: set[str] = field(default_factory=set)
+    #: outside paths a decision allowed; the file tools' external-access check consults it
+    allowed_outside: set[str] = field(default_factory=set)
+
+    async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
+        """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult)."""
+        policy = self.settings.safety
+        arguments = _as_dict(args, call)
+        new_args = None
+        hook = None
+        for _round in range(MAX_HOOK_ROUNDS):
+            request = self._request(tool, arguments)
+            early = before_hooks(request, policy, project_root=self.project_root)
+            if early is not None:
+                return self._deny(early, request)
+            if not self.hooks:
+                break
+            from mermaid_cli.policy.hooks import run_before_tool_use
+
+            hook = await run_before_tool_use(
+                self.hooks,
+                {
+                    "tool_name": tool.name,
+                    "tool_input": arguments,
+                    "call_id": call_id,
+                    "cwd": str(self.project_root),
+                },
+            )
+            for warning in hook.warnings:
+                self.note(f"hook: {warning}")
+            if hook.decision == "deny" or hook.updated_input is None or hook.updated_input == arguments:
+                break
+            try:  # the rewritten call must still fit the tool, and goes through the gate again
+                new_args = tool.Args.model_validate(hook.updated_input)
+            except Exception as exc:  # noqa: BLE001
+                return GateResult(
+                    Decision(
+                        verdict="deny",
+                        by="hook",
+                        reason=f"hook rewrote the call into invalid arguments: {exc}",
+                    ),
+                    message=f"{tool.name} was not run: a hook rewrote it into invalid arguments",
+                )
+            arguments = hook.updated_input
+        outcome = evaluate(
+            request,
+            policy,
+            interactive=self.interactive,
+            allow_untrusted=self.allow_untrusted,
+            untrusted_content=self.untrusted_content(),
+            hook=hook,
+            project_root=self.project_root,
+            session_allow=self.session_allow,
+        )
+        outcome = self._soften(outcome, tool, arguments)
+        if outcome.verdict == "classify":
+            outcome = await self._review(outcome, request)
+        if outcome.verdict == "ask":
+            outcome = await self._ask_person(call_id, tool, outcome, request)
+        if outcome.blocked:
+            self.emit(
+                ev.ApprovalRequired(
+                    call_id=call_id, tool=tool.name, risk=outcome.risk, prompt=self._prompt(tool, request)
+                )
+            )
+        if outcome.verdict == "allow":
+            for ref in request.paths:
+                if ref.outside_project:
+                    self.allowed_outside.add(
+                        os.path.realpath(os.path.join(self.project_root, os.path.expanduser(ref.path)))
+                    )
+            return GateResult(outcome.decision(), args=new_args)
+        return self._deny(outcome, request)
+
+    def _request(self, tool: Any, arguments: dict[str, Any]) -> ActionRequest:
+        return request_for_call(
+            tool.name,
+            getattr(tool, "category", "read"),  # type: ignore[arg-type]
+            arguments,
+            project_root=self.project_root,
+            mcp_read_only_hint=bool(getattr(tool, "read_only_hint", False)),
+        )
+
+    def _soften(self, outcome: PolicyOutcome, tool: Any, arguments: dict[str, Any]) -> PolicyOutcome:
+        """Web calls that make no request (a snapshot read), or go to a host the operator trusts."""
+        if outcome.verdict not in ("ask", "classify") and not (outcome.blocked and outcome.by == "headless"):
+            return outcome
+        if getattr(tool, "category", None) != "web":
+            return outcome
+        from dataclasses import replace
+
+        from mermaid_cli.web.trust import call_in_allowed_domains, call_uses_network
+
+        if not call_uses_network(tool.name, arguments):
+            return replace(
+                outcome, verdict="allow", by="mode", reason="reads a snapshot already fetched", blocked=False
+            )
+        if call_in_allowed_domains(self.settings, tool.name, arguments):
+            return replace(
+                outcome, verdict="allow", by="rule", reason="host in [web] allowed_domains", blocked=False
+            )
+        return outcome
+
+    async def _review(self, outcome: PolicyOutcome, request: ActionRequest) -> PolicyOutcome:
+        from mermaid_cli.policy.reviewer import review
+
+        if self.reviewer is None:
+            allow, reason = False, "no reviewer model available"
+        else:
+            verdict = await review(
+                self.reviewer,
+                user_request=self.user_request(),
+                action=request.summary or request.label,
+                cwd=str(self.project_root),
+                redact=self.redact,
+            )
+            if verdict.usage is not None:
+                self.on_usage(verdict.usage)
+            allow, reason = verdict.allow, verdict.reason
+        return resolve_review(outcome, request, allow=allow, reason=reason, interactive=self.interactive)
+
+    async def _ask_person(
+        self, call_id: str, tool: Any, outcome: PolicyOutcome, request: ActionRequest
+    ) -> PolicyOutcome:
+        prompt = self._prompt(tool, request)
+        self.emit(ev.ApprovalRequired(call_id=call_id, tool=tool.name, risk=outcome.risk, prompt=prompt))
+        if self.approver is None:  # evaluate() blocks headless asks itself; this is a safety net
+            from dataclasses import replace
+
+            return replace(
+                outcome,
+                verdict="deny",
+                by="headless",
+                blocked=True,
+                reason="approval required but nobody can answer",
+            )
+        answer = await self.approver(tool.name, prompt, outcome.reason)
+        if answer == "always" and outcome.allow_key:
+            self.session_allow.add(outcome.allow_key)
+        return resolve_user(outcome, approved=answer in ("once", "always"))
+
+    def _prompt(self, tool: Any, request: ActionRequest) -> str:
+        return self.redact(f"{tool.name}: {request.summary or request.label}")
+
+    def _deny(self, outcome: PolicyOutcome, request: ActionRequest) -> GateResult:
+        reason = outcome.reason
+        if outcome.by == "hard_deny":
+            message = f"{request.label} was not run: {reason}"
+        elif outcome.blocked:
+            message = reason
+        else:
+            message = f"{request.label} blocked by policy: {reason}"
+        return GateResult(outcome.decision(), blocked=outcome.blocked, message=self.redact(message))
+
+    # -- the file tools' external-access hook -------------------------------------------------
+    def external_access(self, resolved: Any, action: str) -> str | None:
+        path = os.path.realpath(str(resolved.path))
+        if path in self.allowed_outside or any(
+            path.startswith(p.rstrip(os.sep) + os.sep) for p in self.allowed_outside
+        ):
+            return None
+        return f"{resolved.path} is outside the project and the policy did not allow it"
+
+
+def _as_dict(args: Any, call: ToolCallBlock) -> dict[str, Any]:
+    if hasattr(args, "model_dump"):
+        data = args.model_dump(mode="json", exclude_none=True)
+        extra = getattr(args, "model_extra", None)
+        if extra:
+            data.update(extra)
+        return data
+    if isinstance(args, dict):
+        return args
+    return dict(call.arguments or {})
+
+
+async def tty_approver(tool: str, prompt: str, reason: str) -> str:
+    """Ask the person at the terminal: 1 yes, 2 yes and don't ask again (this session), 3/Esc no."""
+    import asyncio
+    import sys
+
+    text = (
+        f"\nmermaid wants to run {prompt}\n  ({reason})\n"
+        "  1) yes   2) yes, don't ask again this session   3) no  [Esc = no]: "
+    )
+
+    def ask() -> str:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        line = sys.stdin.readline()
+        choice = line.strip()[:1]
+        return {"1": "once", "2": "always"}.get(choice, "no")
+
+    return await asyncio.get_running_loop().run_in_executor(None, ask)
+
+
+def describe(outcome: PolicyOutcome) -> str:  # pragma: no cover - debugging aid
+    return json.dumps(
+        {"verdict": outcome.verdict, "by": outcome.by, "reason": outcome.reason, "risk": outcome.risk}
+    )

@@ -1,0 +1,144 @@
+"""Secret hygiene: one redactor for everything that leaves the process.
+
+Known secret values (provider keys, values of env vars named like *KEY*, *TOKEN*, *SECRET*,
+*PASSWORD*, `--mask` values, `MERMAID_MASK`) and well-known token shapes (`sk-…`, `sk-ant-…`,
+`ghp_…`, `github_pat_…`, `xoxb-…`, AWS access key ids, `Bearer …`, PEM private keys) become
+`[REDACTED]`. One precompiled regex does the whole text in a single pass.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+PLACEHOLDER = "[REDACTED]"
+MIN_SECRET_LEN = 6
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE", re.IGNORECASE)
+# names that match SECRET_NAME but hold no secret (paths, switches, ids that are not sensitive)
+_NOT_SECRET_NAME = re.compile(
+    r"(?:_PATH|_FILE|_DIR|_ENV|_URL_PATH|_ID_TYPE)$|^KEYBOARD|^GPG_KEY_ID$", re.IGNORECASE
+)
+PROVIDER_KEY_VARS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "MERMAID_DAEMON_TOKEN",
+)
+
+PEM_PRIVATE_KEY = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"
+# each starts at a word boundary (applied once to the whole group, which is ~3x faster)
+TOKEN_SHAPES = (
+    r"sk-ant-[A-Za-z0-9_\-]{10,}",
+    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",
+    r"gh[pousr]_[A-Za-z0-9]{20,}",
+    r"github_pat_[A-Za-z0-9_]{20,}",
+    r"glpat-[A-Za-z0-9_\-]{20,}",
+    r"xox[abposr]-[A-Za-z0-9\-]{10,}",
+    r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b",
+    r"AIza[0-9A-Za-z_\-]{35}",
+    r"hf_[A-Za-z0-9]{30,}",
+    r"npm_[A-Za-z0-9]{36}",
+    r"pypi-[A-Za-z0-9_\-]{50,}",
+)
+_BEARER = r"(?P<bearer>\b[Bb]earer[ \t]+)(?P<bearer_token>[A-Za-z0-9._~+/\-]{8,}=*)"
+
+
+class Redactor:
+    """Replaces known secret values and token shapes with `[REDACTED]`."""
+
+    def __init__(self, secrets: Iterable[str] = (), *, shapes: bool = True) -> None:
+        values: set[str] = set()
+        for s in secrets:
+            if not isinstance(s, str):
+                continue
+            s = s.strip()
+            if len(s) < MIN_SECRET_LEN or s in PLACEHOLDER:
+                continue
+            values.add(s)
+            # the same value as it appears inside a JSON string
+            escaped = json.dumps(s, ensure_ascii=False)[1:-1]
+            if escaped != s:
+                values.add(escaped)
+        self.secrets: frozenset[str] = frozenset(values)
+        # Two precompiled patterns, not one: an alternation of plain literals keeps the regex
+        # engine's fast literal scan, which mixing in the token shapes would lose (~6x slower).
+        literals = "|".join(re.escape(s) for s in sorted(values, key=len, reverse=True))
+        self._literals = re.compile(literals) if literals else None
+        self._shapes = _SHAPES if shapes else None
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str], extra: Iterable[str] = ()) -> Redactor:
+        """Secrets from the environment: provider key vars, vars named like *KEY*/*TOKEN*/
+        *SECRET*/*PASSWORD*, and `MERMAID_MASK` (comma- or newline-separated), plus `extra`
+        (`--mask` values)."""
+        found: list[str] = list(extra)
+        for name, value in env.items():
+            if not value:
+                continue
+            if name == "MERMAID_MASK":
+                found.extend(v.strip() for v in re.split(r"[,\n]", value) if v.strip())
+            elif name in PROVIDER_KEY_VARS or (
+                SECRET_NAME.search(name) and not _NOT_SECRET_NAME.search(name)
+            ):
+                found.append(value)
+        return cls(found)
+
+    def with_secrets(self, more: Iterable[str]) -> Redactor:
+        return Redactor([*self.secrets, *more])
+
+    def redact(self, text: str) -> str:
+        if not text:
+            return text
+        # A replacement can, in theory, splice a new occurrence out of its neighbours; repeating
+        # until nothing changes settles it (one round when there is nothing to redact).
+        for _ in range(3):
+            new = text
+            if self._literals is not None:
+                new = self._literals.sub(PLACEHOLDER, new)
+            if self._shapes is not None:
+                new = self._shapes.sub(_replace, new)
+            if new == text:
+                break
+            text = new
+        return text
+
+    __call__ = redact
+
+    def redact_obj(self, obj: Any) -> Any:
+        """A copy of JSON-like data (dicts, lists, tuples, strings) with every string redacted,
+        dict keys included."""
+        if isinstance(obj, str):
+            return self.redact(obj)
+        if isinstance(obj, dict):
+            return {self.redact(k) if isinstance(k, str) else k: self.redact_obj(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.redact_obj(v) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.redact_obj(v) for v in obj)
+        return obj
+
+
+_SHAPES = re.compile("|".join([r"\b(?:" + "|".join(TOKEN_SHAPES) + ")", PEM_PRIVATE_KEY, _BEARER]))
+
+
+def _replace(m: re.Match[str]) -> str:
+    if m.group("bearer"):
+        return m.group("bearer") + PLACEHOLDER
+    return PLACEHOLDER
+
+
+def redact_obj(obj: Any, redactor: Redactor) -> Any:
+    return redactor.redact_obj(obj)
