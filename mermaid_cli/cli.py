@@ -154,6 +154,17 @@ def _run_options(func: Any) -> Any:
         ),
         click.option("--no-interactive", is_flag=True, help="Never prompt, even at a TTY."),
         click.option(
+            "--no-network",
+            is_flag=True,
+            help="No web tools; network commands are denied (= -c safety.network=deny).",
+        ),
+        click.option(
+            "--confine-fs",
+            is_flag=True,
+            help="Shell writes only inside the project (= -c safety.filesystem=project).",
+        ),
+        click.option("--sandbox", is_flag=True, help="Both --no-network and --confine-fs."),
+        click.option(
             "--reasoning", type=click.Choice(["none", "low", "medium", "high"]), help="Reasoning depth."
         ),
         click.option(

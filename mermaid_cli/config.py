@@ -18,11 +18,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mermaid_cli.errors import ConfigError
+from mermaid_cli.policy.hooks import HookSpec
 from mermaid_cli.settings.base import Section
 from mermaid_cli.settings.exec import ExecSection
 from mermaid_cli.settings.longrun import CompactionSection, MemorySection
 from mermaid_cli.settings.mcp import McpServerSettings
 from mermaid_cli.settings.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
+from mermaid_cli.settings.safety import SafetySettings
 from mermaid_cli.settings.web import WebSettings
 
 SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
@@ -48,11 +50,10 @@ class VerifySettings(Section):
     timeout: float = Field(600, gt=0, description="Seconds each verify command may run.")
 
 
-class SafetySettings(Section):
-    # Provisional until the policy module lands: the mode is reported and recorded.
-    model_config = ConfigDict(extra="allow", validate_assignment=True)
-    mode: Literal["read_only", "ask", "auto", "full_access"] = "auto"
-    allow_untrusted_headless_tools: bool = False
+class HooksSettings(Section):
+    before_tool_use: list[HookSpec] = Field(
+        default_factory=list, description="Commands that see each tool call first and may deny or rewrite it."
+    )
 
 
 class Settings(BaseModel):
@@ -68,6 +69,7 @@ class Settings(BaseModel):
     verify: VerifySettings = Field(default_factory=VerifySettings)
     compaction: CompactionSection = Field(default_factory=CompactionSection)
     memory: MemorySection = Field(default_factory=MemorySection)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     mcp_defer_tools: bool = Field(True, description="Offer MCP tools through one tool_search tool.")
@@ -77,7 +79,7 @@ class Settings(BaseModel):
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.
-PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "model")
+PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "model", "hooks")
 PROJECT_FORBIDDEN_SAFETY = ("allow_readonly_web", "allow_untrusted_headless_tools", "auto_classifier_model")
 
 

@@ -63,6 +63,9 @@ class ExecOptions:
     quiet: bool = False
     masks: list[str] = field(default_factory=list)
     mcp_prompt: str | None = None
+    no_network: bool = False
+    confine_fs: bool = False
+    sandbox: bool = False
     output_schema: str | None = None
     verify: list[str] = field(default_factory=list)
     verify_attempts: int | None = None
@@ -104,6 +107,7 @@ class Output:
         self.session: Any = None  # SessionWriter once the session exists
         self.started = False
         self.tool_names: dict[str, str] = {}
+        self.redact: Callable[[str], str] = lambda text: text  # set once the run knows its secrets
 
     def emit(self, event: ev._Event) -> None:
         if self.format == "jsonl":
@@ -128,7 +132,7 @@ class Output:
 
     def note(self, line: str) -> None:
         try:
-            self.io.stderr.write(f"mermaid: {line}\n")
+            self.io.stderr.write(self.redact(f"mermaid: {line}\n"))
             self.io.stderr.flush()
         except (OSError, ValueError):
             pass
@@ -137,7 +141,7 @@ class Output:
         """Streamed tool output (a long test run stays visibly alive)."""
         if not self.quiet:
             try:
-                self.io.stderr.write(f"  | {line}\n")
+                self.io.stderr.write(self.redact(f"  | {line}\n"))
                 self.io.stderr.flush()
             except (OSError, ValueError):
                 pass
@@ -281,7 +285,7 @@ class Run:
         except MermaidError as exc:
             error = exc
         except Exception as exc:  # a bug in Mermaid: traceback to stderr only, exit 70
-            traceback.print_exc(file=self.io.stderr)
+            self.io.stderr.write(self.redact(traceback.format_exc()))
             error = MermaidError(f"internal error: {type(exc).__name__}: {exc}")
         finally:
             await self._close()
@@ -423,13 +427,21 @@ class Run:
             "run.timeout": opts.timeout,
             "safety.mode": opts.safety,
             "safety.allow_untrusted_headless_tools": True if opts.allow_untrusted_tools else None,
+            "safety.network": "deny" if (opts.no_network or opts.sandbox) else None,
+            "safety.filesystem": "project" if (opts.confine_fs or opts.sandbox) else None,
             "verify.commands": list(opts.verify) or None,
             "verify.attempts": opts.verify_attempts,
         }
+        policy_layer = None
+        if opts.policy is not None:
+            from mermaid_cli.policy import find_preset, load_preset
+
+            policy_layer = (f"--policy {find_preset(opts.policy)}", load_preset(opts.policy))
         loaded = cfg.load_settings(
             project_root=self.project_root,
             env=io.env,
             profile=opts.profile,
+            policy=policy_layer,
             overrides=list(opts.config_overrides),
             flags=flags,
         )
@@ -437,6 +449,9 @@ class Run:
             self.out.note(warning)
         settings = self.settings = loaded.settings
         self.safety_mode = settings.safety.mode
+        from mermaid_cli.settings.safety import policy_digest
+
+        self.policy_digest = policy_digest(settings.safety)
         self.model_id = settings.model or self.model_id
         self.timeout_secs = settings.run.timeout
         self.deadline = self.t0 + settings.run.timeout
@@ -447,6 +462,7 @@ class Run:
             "timeout": settings.run.timeout,
         }
         self.redact = self._build_redactor()
+        self.out.redact = self.redact
         self.schema = None
         if opts.output_schema is not None:
             from mermaid_cli.structured import load_schema
@@ -550,6 +566,12 @@ class Run:
             ctx.checkpoint = CheckpointStore(cfg.data_dir(io.env), self.project_root, self.session_id)
         self.ctx = ctx
         comp = settings.compaction
+        self.interactive = (
+            io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
+        )
+        ctx.interactive = self.interactive
+        gate = self._gate(settings, provider)
+        ctx.state["external_access"] = gate.external_access
         self.agent = Agent(
             provider=provider,
             registry=registry,
@@ -575,35 +597,22 @@ class Run:
             reasoning=settings.reasoning,
             max_output_tokens=settings.run.max_output_tokens,
             monotonic=io.monotonic,
+            gate=gate,
         )
 
     def _build_redactor(self) -> Callable[[str], str]:
-        secrets = set(self.opts.masks)
-        for name, value in self.io.env.items():
-            upper = name.upper()
-            if value and len(value) >= 6 and any(k in upper for k in ("KEY", "TOKEN", "SECRET", "PASSWORD")):
-                secrets.add(value)
-        for value in (self.io.env.get("MERMAID_MASK") or "").replace(",", "\n").splitlines():
-            if len(value.strip()) >= 4:
-                secrets.add(value.strip())
-        self.secrets = {s for s in secrets if s}
+        from mermaid_cli.redact import Redactor
+
+        self.redactor = Redactor.from_environment(self.io.env, extra=self.opts.masks)
         return self._redact
 
     def add_secret(self, value: str) -> None:
         """A secret learned during the run (a key from the keyring): redacted from then on."""
-        if value and len(value) >= 6:
-            self.secrets.add(value)
-            self._ordered_secrets = None
-
-    _ordered_secrets: list[str] | None = None
+        if value:
+            self.redactor = self.redactor.with_secrets([value])
 
     def _redact(self, text: str) -> str:
-        if self._ordered_secrets is None:
-            self._ordered_secrets = sorted(self.secrets, key=len, reverse=True)
-        for secret in self._ordered_secrets:
-            if secret in text:
-                text = text.replace(secret, "[REDACTED]")
-        return text
+        return self.redactor.redact(text)
 
     def _system_prompt(self, settings: Any) -> str:
         opts = self.opts
@@ -640,6 +649,32 @@ class Run:
         elif opts.append_system_prompt is not None:
             extra = opts.append_system_prompt
         return f"{base.rstrip()}\n\n{extra.strip()}\n" if extra else base
+
+    def _gate(self, settings: Any, provider: Any) -> Any:
+        from mermaid_cli.policy.gate import PolicyGate, tty_approver
+
+        reviewer = provider
+        if settings.safety.auto_classifier_model:
+            from mermaid_cli.providers.resolve import create_provider
+
+            reviewer = create_provider(settings.safety.auto_classifier_model, settings, self.io.env)
+            self.cleanups.append(reviewer.aclose)
+        self.gate = PolicyGate(
+            settings=settings,
+            project_root=self.project_root,
+            emit=self.out.emit,
+            interactive=self.interactive,
+            allow_untrusted=settings.safety.allow_untrusted_headless_tools,
+            reviewer=_RecordingReviewer(reviewer, self),
+            user_request=lambda: self.prompt,
+            hooks=list(settings.hooks.before_tool_use),
+            redact=self.redact,
+            approver=tty_approver if self.interactive else None,
+            untrusted_content=lambda: bool(self.agent and self.agent.stats.untrusted_content),
+            on_usage=lambda usage: self.agent._account(usage) if self.agent else None,
+            note=self.out.note,
+        )
+        return self.gate
 
     async def _start_mcp(self, settings: Any, registry: Any) -> None:
         """Start every configured MCP server concurrently; a failed one is reported, not fatal."""
@@ -830,6 +865,25 @@ class Run:
             os.replace(tmp, target)
         except OSError as exc:
             self.out.note(f"cannot write --output-last-message {target}: {exc.strerror}")
+
+
+class _RecordingReviewer:
+    """The reviewer's model calls go into --record too, so a replay answers them in order."""
+
+    def __init__(self, provider: Any, run: Run) -> None:
+        self._provider = provider
+        self._run = run
+        self.model_id = getattr(provider, "model_id", "")
+
+    async def turn(self, request: Any, sink: Any) -> Any:
+        turn = await self._provider.turn(request, sink)
+        agent = self._run.agent
+        if agent is not None and agent.on_turn is not None:
+            agent.on_turn(turn)
+        return turn
+
+    async def aclose(self) -> None:
+        pass
 
 
 def _tail(text: str, limit: int) -> str:

@@ -140,7 +140,17 @@ def test_diff_out_reproduces_the_changed_tree(project, tmp_path, use_git):
         ],
     )
     out = run_inprocess(
-        ["--json", "--diff-out", str(tmp_path / "run.diff"), "--model", f"replay/{script}", "x"], project
+        [
+            "--json",
+            "--safety",
+            "full_access",
+            "--diff-out",
+            str(tmp_path / "run.diff"),
+            "--model",
+            f"replay/{script}",
+            "x",
+        ],
+        project,
     )
     assert out.code == 0, out.stderr
     assert sorted(out.events[-1]["files_changed"]) == ["gone.txt", "src/edit.py", "src/new.txt"]

@@ -24,7 +24,7 @@ def test_mcp_tool_called_in_a_run_and_failed_server_reported(project, isolated_e
         f'[mcp_servers.broken]\ncommand = "{sys.executable}"\nargs = ["{SERVERS / "crash.py"}"]\n',
     )
     write_script(project / "s.jsonl", [call("mcp__basic__echo", {"text": "hi"}), say("done")])
-    out = run_mermaid(["exec", "--json", "--model", "replay/s.jsonl", "echo"], project)
+    out = run_mermaid(["exec", "--json", "--safety", "full_access", "--model", "replay/s.jsonl", "echo"], project)
     assert out.code == 0, out.stderr
     events = out.events
     assert "mcp__basic__echo" in events[0]["tools"]

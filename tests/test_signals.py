@@ -55,7 +55,7 @@ def test_signal_ends_the_run_cleanly(project, signum, code):
             say("never"),
         ],
     )
-    proc = _start(project, ["--model", "replay/s.jsonl", "wait"])
+    proc = _start(project, ["--safety", "full_access", "--model", "replay/s.jsonl", "wait"])
     head = _wait_for_line(proc, "tool_started")
     for _ in range(100):
         if (project / "child.pid").exists() and (project / "child.pid").read_text().strip():

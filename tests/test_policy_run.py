@@ -1,0 +1,161 @@
+"""The policy gate inside real runs: blocks (exit 3), rules, the reviewer, hard denies, hooks."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from conftest import call, run_inprocess, run_mermaid, say, write_script
+
+
+def _user_config(isolated_env, text: str) -> None:
+    cfg = isolated_env / "config" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(text)
+
+
+def test_headless_ask_blocks_with_exit_3_and_an_allow_rule_lets_it_run(project, isolated_env):
+    write_script(project / "s.jsonl", [call("write_file", {"path": "a.txt", "content": "x"}), say("done")])
+    blocked = run_mermaid(
+        ["exec", "--json", "--safety", "ask", "--model", "replay/s.jsonl", "write"], project
+    )
+    assert blocked.code == 3, blocked.stderr
+    result = blocked.events[-1]
+    assert result["status"] == "blocked" and result["blocked"][0]["tool"] == "write_file"
+    types = [e["type"] for e in blocked.events]
+    assert "approval_required" in types and "approval_decided" in types
+    decided = next(e for e in blocked.events if e["type"] == "approval_decided")
+    assert decided["verdict"] == "deny" and decided["by"] == "headless"
+    finished = next(e for e in blocked.events if e["type"] == "tool_finished")
+    assert "--safety" in finished["output"] and "allow" in finished["output"]
+    assert not (project / "a.txt").exists()
+
+    _user_config(isolated_env, '[[safety.overrides]]\ntool = "write_file"\ndecision = "allow"\n')
+    allowed = run_mermaid(
+        ["exec", "--json", "--safety", "ask", "--model", "replay/s.jsonl", "write"], project
+    )
+    assert allowed.code == 0, allowed.stderr
+    assert (project / "a.txt").read_text() == "x"
+    decided = next(e for e in allowed.events if e["type"] == "approval_decided")
+    assert decided["verdict"] == "allow" and decided["by"] == "rule"
+
+
+def test_auto_reviewer_allows_and_escalates(project):
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("execute_command", {"command": "touch made.txt"}, "c1"),
+            say("ALLOW"),  # the reviewer's answer
+            call("execute_command", {"command": "touch other.txt"}, "c2"),
+            say("ESCALATE: not what the user asked for"),
+            say("stopped"),
+        ],
+    )
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "make a file"], project)
+    assert out.code == 3, out.stderr
+    assert (project / "made.txt").exists() and not (project / "other.txt").exists()
+    decided = [e for e in out.events if e["type"] == "approval_decided"]
+    assert [(d["verdict"], d["by"]) for d in decided] == [("allow", "classifier"), ("deny", "headless")]
+    assert "not what the user asked for" in out.events[-1]["blocked"][0]["reason"]
+
+
+def test_hard_deny_is_operator_intent_not_a_block(project):
+    script = write_script(
+        project / "s.jsonl", [call("execute_command", {"command": "rm -rf /"}), say("ok, I won't")]
+    )
+    out = run_inprocess(
+        ["--json", "--safety", "full_access", "--model", f"replay/{script}", "clean up"], project
+    )
+    assert out.code == 0
+    finished = next(e for e in out.events if e["type"] == "tool_finished")
+    assert finished["status"] == "error" and finished["decision"]["by"] == "hard_deny"
+    assert "hard-denied" in finished["output"] or "cannot be approved" in finished["output"]
+
+
+def test_read_only_denies_writes_and_the_model_goes_on(project):
+    script = write_script(
+        project / "s.jsonl", [call("write_file", {"path": "a.txt", "content": "x"}), say("could not")]
+    )
+    out = run_inprocess(["--json", "--safety", "read_only", "--model", f"replay/{script}", "write"], project)
+    assert out.code == 0 and not (project / "a.txt").exists()
+    assert next(e for e in out.events if e["type"] == "tool_finished")["decision"]["by"] == "mode"
+
+
+def test_outside_paths_follow_the_policy(project, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret plans\n")
+    script = write_script(project / "s.jsonl", [call("read_file", {"path": str(outside)}), say("read it")])
+    out = run_inprocess(["--json", "--safety", "full_access", "--model", f"replay/{script}", "read"], project)
+    finished = next(e for e in out.events if e["type"] == "tool_finished")
+    assert finished["status"] == "success" and "secret plans" in finished["output"]
+    out = run_inprocess(["--json", "--safety", "read_only", "--model", f"replay/{script}", "read"], project)
+    finished = next(e for e in out.events if e["type"] == "tool_finished")
+    assert finished["status"] == "error" and "secret plans" not in finished["output"]
+
+
+def test_a_hook_denies_and_the_tool_never_runs(project, isolated_env, tmp_path):
+    hook = tmp_path / "hook.py"
+    hook.write_text(
+        "import json, sys\n"
+        "call = json.load(sys.stdin)\n"
+        "if call['tool_input'].get('path') == 'forbidden.txt':\n"
+        "    print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse',"
+        " 'permissionDecision': 'deny', 'permissionDecisionReason': 'not that file'}}))\n"
+    )
+    _user_config(isolated_env, f'[[hooks.before_tool_use]]\ncommand = "{sys.executable} {hook}"\n')
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("write_file", {"path": "forbidden.txt", "content": "x"}, "c1"),
+            call("write_file", {"path": "fine.txt", "content": "y"}, "c2"),
+            say("done"),
+        ],
+    )
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "write"], project)
+    assert out.code == 0, out.stderr
+    assert not (project / "forbidden.txt").exists() and (project / "fine.txt").exists()
+    first = next(e for e in out.events if e["type"] == "tool_finished")
+    assert first["decision"]["by"] == "hook" and "not that file" in first["output"]
+
+
+def test_policy_preset_and_digest(project):
+    script = write_script(project / "s.jsonl", [say("ok")])
+    a = run_inprocess(["--json", "--policy", "read-only-review", "--model", f"replay/{script}", "x"], project)
+    b = run_inprocess(["--json", "--model", f"replay/{script}", "x"], project)
+    assert a.code == 0 and a.events[0]["safety_mode"] == "read_only"
+    assert (
+        len(a.events[0]["policy_digest"]) == 64
+        and a.events[0]["policy_digest"] != b.events[0]["policy_digest"]
+    )
+    bad = run_inprocess(["--json", "--policy", "no-such-preset", "--model", f"replay/{script}", "x"], project)
+    assert bad.code == 2
+
+
+def test_no_network_removes_web_tools(project):
+    script = write_script(project / "s.jsonl", [call("web_fetch", {"url": "https://example.com"}), say("ok")])
+    out = run_inprocess(["--json", "--no-network", "--model", f"replay/{script}", "x"], project)
+    assert "web_fetch" not in out.events[0]["tools"]
+    finished = next(e for e in out.events if e["type"] == "tool_finished")
+    assert "network" in finished["output"]
+
+
+def test_planted_secrets_never_leave_the_process(project):
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    (project / ".env").write_text(f"GITHUB_TOKEN={secret}\nDB_PASSWORD=hunter2hunter2\n")
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("read_file", {"path": ".env"}, "c1"),
+            call("execute_command", {"command": "cat .env; echo $DEPLOY_KEY"}, "c2"),
+            say(f"found {secret}"),
+        ],
+    )
+    out = run_inprocess(
+        ["--json", "--safety", "full_access", "--record", "rec.jsonl", "--model", f"replay/{script}", "look"],
+        project,
+        env={"DEPLOY_KEY": "deploykey-0123456789"},
+    )
+    everything = out.stdout + out.stderr + (project / "rec.jsonl").read_text()
+    everything += "".join(p.read_text() for p in (project / ".mermaid/conversations").glob("*.jsonl"))
+    assert secret not in everything and "deploykey-0123456789" not in everything
+    assert json.loads(out.stdout.splitlines()[-1])["type"] == "result"
