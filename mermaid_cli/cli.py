@@ -9,6 +9,12 @@ from typing import Any
 
 import click
 
+# pydantic scans every installed distribution for plugins on first use; Mermaid uses none. The
+# runner removes the variable again once pydantic has looked, so child processes never see it.
+if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    os.environ["_MERMAID_SET_PYDANTIC_PLUGINS"] = "1"
+
 from mermaid_cli import __version__
 
 EXIT_HELP = """\b

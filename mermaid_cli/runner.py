@@ -448,6 +448,8 @@ class Run:
         for warning in loaded.warnings:
             self.out.note(warning)
         settings = self.settings = loaded.settings
+        if os.environ.pop("_MERMAID_SET_PYDANTIC_PLUGINS", None):
+            os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)  # pydantic has read it by now
         self.safety_mode = settings.safety.mode
         from mermaid_cli.settings.safety import policy_digest
 
@@ -504,6 +506,10 @@ class Run:
                 f"--max-cost needs a price for {self.model_id}, and none is known; set [pricing] for it"
             )
 
+        # A person can be asked only when both ends are a terminal (never in CI).
+        self.interactive = bool(
+            io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
+        )
         registry = self._registry(settings)
         if settings.mcp_servers:
             await self._start_mcp(settings, registry)
@@ -550,7 +556,7 @@ class Run:
             settings=settings,
             progress=self.out.progress_line,
             emit=self._tool_event,
-            interactive=False,
+            interactive=self.interactive,
             child_env=scrubbed_env(io.env, settings.exec.env_allow),
         )
         ctx.state["user_config_dir"] = cfg.user_config_dir(io.env)
@@ -566,9 +572,6 @@ class Run:
             ctx.checkpoint = CheckpointStore(cfg.data_dir(io.env), self.project_root, self.session_id)
         self.ctx = ctx
         comp = settings.compaction
-        self.interactive = (
-            io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
-        )
         ctx.interactive = self.interactive
         gate = self._gate(settings, provider)
         ctx.state["external_access"] = gate.external_access
@@ -640,7 +643,7 @@ class Run:
                 project_root=self.project_root,
                 instructions=load_project_instructions(self.project_root, user_dir),
                 memory_index=index,
-                interactive=False,
+                interactive=self.interactive,
                 os_name=platform.system() or "unknown OS",
             )
         extra = None
@@ -749,7 +752,7 @@ class Run:
         network = getattr(settings.safety, "network", "allow") != "deny"
         tools = [*file_tools(), *shell_tools()]
         tools += web_tools(settings, self.io.env, network_allowed=network)
-        tools += longrun_tools(interactive=False, memory_enabled=settings.memory.enabled)
+        tools += longrun_tools(interactive=self.interactive, memory_enabled=settings.memory.enabled)
         return ToolRegistry(tools, absent=omitted_web_tools(settings, self.io.env, network_allowed=network))
 
     # -- the result ---------------------------------------------------------------------------

@@ -226,6 +226,25 @@ def evaluate(
             return out("deny", "rule", rule.reason or "blocked by policy override", rule)
         if policy.mode == "read_only" and not _read_only_permits(request, risk):
             return out("deny", "mode", _read_only_reason(request, risk) + " (a rule cannot lift read_only)")
+        if (
+            rule.decision == "allow"
+            and untrusted_content
+            and policy.mode == "auto"
+            and not rule.trust_after_untrusted
+            and (RANK[risk] >= RANK["shell_mutation"] or cat in ("web", "mcp"))
+        ):
+            # Text from an untrusted source may be steering the model: the reviewer vets it.
+            reason = (
+                "untrusted content is in the conversation, so the reviewer vets this despite the allow rule"
+            )
+            return _finish(
+                out("classify", "rule", reason, rule),
+                request,
+                hook_asks,
+                interactive,
+                allow_untrusted,
+                policy,
+            )
         if rule.decision == "allow":
             return _finish(
                 out("allow", "rule", rule.reason or "allowed by policy override", rule),

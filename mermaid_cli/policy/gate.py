@@ -9,6 +9,7 @@ headless block. Whatever decides, the decision is returned to the loop, which re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -60,6 +61,7 @@ class PolicyGate:
     session_allow: set[str] = field(default_factory=set)
     #: outside paths a decision allowed; the file tools' external-access check consults it
     allowed_outside: set[str] = field(default_factory=set)
+    _prompt_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult)."""
@@ -154,6 +156,8 @@ class PolicyGate:
             return replace(
                 outcome, verdict="allow", by="mode", reason="reads a snapshot already fetched", blocked=False
             )
+        if self.settings.safety.mode == "auto" and self.untrusted_content():
+            return outcome  # after untrusted content, even trusted hosts go to the reviewer
         if call_in_allowed_domains(self.settings, tool.name, arguments):
             return replace(
                 outcome, verdict="allow", by="rule", reason="host in [web] allowed_domains", blocked=False
@@ -193,7 +197,8 @@ class PolicyGate:
                 blocked=True,
                 reason="approval required but nobody can answer",
             )
-        answer = await self.approver(tool.name, prompt, outcome.reason)
+        async with self._prompt_lock:  # concurrent calls of one turn ask one at a time
+            answer = await self.approver(tool.name, prompt, outcome.reason)
         if answer == "always" and outcome.allow_key:
             self.session_allow.add(outcome.allow_key)
         return resolve_user(outcome, approved=answer in ("once", "always"))

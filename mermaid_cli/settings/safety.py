@@ -41,6 +41,13 @@ class Override(Section):
     decision: Literal["allow", "ask", "deny"] = Field("ask", description="What to do with a matching call.")
     reason: str | None = Field(None, description="Shown to the model when the rule denies.")
     checkpoint: bool | None = Field(None, description="Checkpoint before running (default: when it mutates).")
+    trust_after_untrusted: bool = Field(
+        False,
+        description=(
+            "Keep allowing after untrusted content (web pages, MCP results) entered the conversation; "
+            "by default auto mode then sends shell mutations and network calls to the reviewer."
+        ),
+    )
 
     @model_validator(mode="after")
     def _needs_a_selector(self) -> Override:

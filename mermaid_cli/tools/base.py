@@ -54,10 +54,18 @@ class Tool:
     category: ClassVar[str] = "read"
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, input_schema=schema_of(self.Args))
+        # Built once per class: a schema is paid for on every turn of every run otherwise.
+        cached = _SPECS.get(type(self))
+        if cached is None:
+            cached = ToolSpec(name=self.name, description=self.description, input_schema=schema_of(self.Args))
+            _SPECS[type(self)] = cached
+        return cached
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+_SPECS: dict[type[Tool], ToolSpec] = {}
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
