@@ -743,17 +743,7 @@ class Run:
         return provider, lambda usage: cost_usd(usage, price)
 
     def _registry(self, settings: Any) -> Any:
-        from mermaid_cli.tools.base import ToolRegistry
-        from mermaid_cli.tools.catalog_files import file_tools
-        from mermaid_cli.tools.catalog_longrun import longrun_tools
-        from mermaid_cli.tools.catalog_shell import shell_tools
-        from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
-
-        network = getattr(settings.safety, "network", "allow") != "deny"
-        tools = [*file_tools(), *shell_tools()]
-        tools += web_tools(settings, self.io.env, network_allowed=network)
-        tools += longrun_tools(interactive=self.interactive, memory_enabled=settings.memory.enabled)
-        return ToolRegistry(tools, absent=omitted_web_tools(settings, self.io.env, network_allowed=network))
+        return build_registry(settings, self.io.env, interactive=self.interactive)
 
     # -- the result ---------------------------------------------------------------------------
     def _finish(self, error: BaseException | None, stats: Any) -> int:
@@ -868,6 +858,21 @@ class Run:
             os.replace(tmp, target)
         except OSError as exc:
             self.out.note(f"cannot write --output-last-message {target}: {exc.strerror}")
+
+
+def build_registry(settings: Any, env: Any, *, interactive: bool) -> Any:
+    """The built-in tools a run offers under `settings` (MCP tools join once servers start)."""
+    from mermaid_cli.tools.base import ToolRegistry
+    from mermaid_cli.tools.catalog_files import file_tools
+    from mermaid_cli.tools.catalog_longrun import longrun_tools
+    from mermaid_cli.tools.catalog_shell import shell_tools
+    from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
+
+    network = settings.safety.network != "deny"
+    tools = [*file_tools(), *shell_tools()]
+    tools += web_tools(settings, env, network_allowed=network)
+    tools += longrun_tools(interactive=interactive, memory_enabled=settings.memory.enabled)
+    return ToolRegistry(tools, absent=omitted_web_tools(settings, env, network_allowed=network))
 
 
 class _RecordingReviewer:
