@@ -180,6 +180,8 @@ class Agent:
         self.max_output_tokens = max_output_tokens
         self.monotonic = monotonic
         self.stats = RunStats()
+        #: awaited before the first tool runs (the workspace snapshot may still be being taken)
+        self.tools_ready: Any = None
         self._call_seq = 0
 
     # -- conversation -------------------------------------------------------------------------
@@ -424,6 +426,8 @@ class Agent:
         return self._finish(call, call_id, result, decision, started)
 
     async def _execute(self, tool: Tool, args: Any) -> ToolResult:
+        if self.tools_ready is not None:
+            await self.tools_ready
         try:
             return await tool.run(args, self.ctx)
         except asyncio.CancelledError:

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from typing import Any
 
 import click
 
 # pydantic scans every installed distribution for plugins on first use; Mermaid uses none. The
 # runner removes the variable again once pydantic has looked, so child processes never see it.
+# httpx imports its own command-line entry point (rich, pygments, click) when imported; Mermaid never
+# runs it, so a stand-in spares every run that talks to a provider ~30 ms.
+if "httpx._main" not in sys.modules:
+    _stub = types.ModuleType("httpx._main")
+    _stub.main = lambda *args, **kwargs: None  # type: ignore[attr-defined]
+    sys.modules["httpx._main"] = _stub
 if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
     os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
     os.environ["_MERMAID_SET_PYDANTIC_PLUGINS"] = "1"

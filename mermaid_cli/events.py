@@ -17,7 +17,7 @@ PROTOCOL_VERSION = 1
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     _omit_unset: ClassVar[frozenset[str]] = frozenset()
 
     def to_dict(self) -> dict[str, Any]:

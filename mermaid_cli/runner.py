@@ -295,8 +295,11 @@ class Run:
 
     async def _drive(self) -> Any:
         """The model's work, then the operator's checks: --verify rounds, then --output-schema."""
-        await self._snapshot()
+        # The snapshot runs while the first request is in flight; tools wait for it before running.
+        snapshot = asyncio.ensure_future(self._snapshot())
+        self.agent.tools_ready = snapshot
         stats = await self.agent.run(self.prompt)
+        await snapshot
         commands = self.settings.verify.commands
         if commands and stats.finished:
             for attempt in range(1, self.settings.verify.attempts + 2):

@@ -15,19 +15,13 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mermaid_cli import events as ev
-from mermaid_cli.policy.engine import (
-    ActionRequest,
-    PolicyOutcome,
-    before_hooks,
-    evaluate,
-    resolve_review,
-    resolve_user,
-)
-from mermaid_cli.policy.requests import request_for_call
 from mermaid_cli.types import Decision, ToolCallBlock, Usage
+
+if TYPE_CHECKING:  # the engine and the shell classifier load at the first tool call, not at start
+    from mermaid_cli.policy.engine import ActionRequest, PolicyOutcome
 
 MAX_HOOK_ROUNDS = 3
 
@@ -65,6 +59,8 @@ class PolicyGate:
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult)."""
+        from mermaid_cli.policy.engine import before_hooks, evaluate
+
         policy = self.settings.safety
         arguments = _as_dict(args, call)
         new_args = None
@@ -134,6 +130,8 @@ class PolicyGate:
         return self._deny(outcome, request)
 
     def _request(self, tool: Any, arguments: dict[str, Any]) -> ActionRequest:
+        from mermaid_cli.policy.requests import request_for_call
+
         return request_for_call(
             tool.name,
             getattr(tool, "category", "read"),  # type: ignore[arg-type]
@@ -165,6 +163,7 @@ class PolicyGate:
         return outcome
 
     async def _review(self, outcome: PolicyOutcome, request: ActionRequest) -> PolicyOutcome:
+        from mermaid_cli.policy.engine import resolve_review
         from mermaid_cli.policy.reviewer import review
 
         if self.reviewer is None:
@@ -197,6 +196,8 @@ class PolicyGate:
                 blocked=True,
                 reason="approval required but nobody can answer",
             )
+        from mermaid_cli.policy.engine import resolve_user
+
         async with self._prompt_lock:  # concurrent calls of one turn ask one at a time
             answer = await self.approver(tool.name, prompt, outcome.reason)
         if answer == "always" and outcome.allow_key:

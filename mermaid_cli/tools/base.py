@@ -24,7 +24,7 @@ MAX_RESULT_CHARS = 30_000
 class ToolArgs(BaseModel):
     """Base for argument models: unknown arguments are an error the model sees."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 @dataclass
