@@ -241,18 +241,7 @@ class Agent:
         )
         turn = await self.provider.turn(request, _EmitSink(self))
         self.stats.num_turns += 1
-        if self.on_turn is not None:
-            self.on_turn(turn)
-        usage = turn.usage or Usage()
-        self._account(usage)
-        self.emit(
-            ev.TurnDone(
-                total_tokens=usage.total_tokens if turn.usage is not None else None,
-                stop_reason=turn.stop_reason,
-                usage=ev.UsageInfo(**usage.model_dump()),
-                cost_usd=self.price(usage) if self.price is not None else None,
-            )
-        )
+        self._after_call(turn, turn.stop_reason)
         self._commit(turn.message)
         return turn
 
@@ -291,23 +280,27 @@ class Agent:
                 if not await self._compact(None, max_chars=self.compaction.window * 2):
                     raise
         self.stats.num_turns += 1
+        usage = self._after_call(turn, turn.stop_reason)
+        self.context_tokens = usage.total_tokens if turn.usage is not None else self._estimate_tokens() + 100
+        self.ctx.state["tokens_total"] = self.stats.usage.total_tokens
+        self._commit(turn.message)
+        return turn
+
+    def _after_call(self, turn: ModelTurn, stop_reason: str | None) -> Usage:
+        """Record a model call: --record, usage and cost, and its `turn_done` event."""
         if self.on_turn is not None:
             self.on_turn(turn)
         usage = turn.usage or Usage()
         self._account(usage)
-        self.context_tokens = usage.total_tokens if turn.usage is not None else self._estimate_tokens() + 100
-        self.ctx.state["tokens_total"] = self.stats.usage.total_tokens
-        cost = self.price(usage) if self.price is not None else None
         self.emit(
             ev.TurnDone(
                 total_tokens=usage.total_tokens if turn.usage is not None else None,
-                stop_reason=turn.stop_reason,
+                stop_reason=stop_reason,
                 usage=ev.UsageInfo(**usage.model_dump()),
-                cost_usd=cost,
+                cost_usd=self.price(usage) if self.price is not None else None,
             )
         )
-        self._commit(turn.message)
-        return turn
+        return usage
 
     def _account(self, usage: Usage) -> None:
         self.stats.usage = self.stats.usage + usage
@@ -339,19 +332,7 @@ class Agent:
         except ProviderError as exc:
             self.note(f"compaction failed: {exc.message}")
             return False
-        if self.on_turn is not None:
-            self.on_turn(turn)
-        usage = turn.usage or Usage()
-        self._account(usage)
-        cost = self.price(usage) if self.price is not None else None
-        self.emit(
-            ev.TurnDone(
-                total_tokens=usage.total_tokens if turn.usage is not None else None,
-                stop_reason="compaction",
-                usage=ev.UsageInfo(**usage.model_dump()),
-                cost_usd=cost,
-            )
-        )
+        self._after_call(turn, "compaction")
         summary = turn.message.text
         try:
             new_messages, removed = cmp.apply_compaction(self.messages, summary, self.compaction.tail_turns)

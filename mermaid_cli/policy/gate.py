@@ -10,7 +10,6 @@ headless block. Whatever decides, the decision is returned to the loop, which re
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -257,9 +256,3 @@ async def tty_approver(tool: str, prompt: str, reason: str) -> str:
         return {"1": "once", "2": "always"}.get(choice, "no")
 
     return await asyncio.get_running_loop().run_in_executor(None, ask)
-
-
-def describe(outcome: PolicyOutcome) -> str:  # pragma: no cover - debugging aid
-    return json.dumps(
-        {"verdict": outcome.verdict, "by": outcome.by, "reason": outcome.reason, "risk": outcome.risk}
-    )
