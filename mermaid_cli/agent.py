@@ -409,6 +409,8 @@ class Agent:
     async def _execute(self, tool: Tool, args: Any) -> ToolResult:
         if self.tools_ready is not None:
             await self.tools_ready
+        if getattr(tool, "category", None) == "mcp":
+            self.stats.untrusted_content = True  # a third-party server's text now steers the model
         try:
             return await tool.run(args, self.ctx)
         except asyncio.CancelledError:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,18 +55,10 @@ class CheckpointNotFound(KeyError):
 
 
 def default_data_dir() -> Path:
-    """`$MERMAID_DATA_DIR`, else the platform's per-user data directory."""
-    env = os.environ.get("MERMAID_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
-    home = Path.home()
-    if sys.platform == "darwin":
-        return home / "Library" / "Application Support" / "mermaid"
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA")
-        return (Path(base) if base else home / "AppData" / "Local") / "mermaid"
-    xdg = os.environ.get("XDG_DATA_HOME")
-    return (Path(xdg) if xdg else home / ".local" / "share") / "mermaid"
+    """`$MERMAID_DATA_DIR`, else the platform's per-user data directory (where runs write them)."""
+    from mermaid_cli.config import data_dir
+
+    return data_dir()
 
 
 class CheckpointStore:

@@ -27,7 +27,7 @@ PROVIDER_KEY_VARS = frozenset(
     }
 )
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE", re.IGNORECASE)
 
 # Non-interactive defaults: a child must never wait for a credential prompt or a pager.
 _FORCED = {"GIT_TERMINAL_PROMPT": "0"}

@@ -201,8 +201,11 @@ def _safety_rank(mode: Any) -> int:
     return SAFETY_MODES.index(mode) if mode in SAFETY_MODES else len(SAFETY_MODES)
 
 
+FLOOR_LEVELS = ("allow", "auto", "ask", "deny")  # loosest first
+
+
 def _clamp_project(
-    data: dict[str, Any], current_mode: Any, source: str, warnings: list[str]
+    data: dict[str, Any], current_mode: Any, source: str, warnings: list[str], current_floors: dict[str, str]
 ) -> dict[str, Any]:
     """A project file may only tighten safety and may not configure providers, servers or web trust."""
     data = _copy(data)
@@ -231,6 +234,22 @@ def _clamp_project(
         for key, loose in (("network", "allow"), ("filesystem", "unrestricted")):
             if safety.get(key) == loose:
                 del safety[key]
+        for key in ("external_writes", "system_installs"):  # floors: only raised, never lowered
+            level = safety.get(key)
+            if level in FLOOR_LEVELS and FLOOR_LEVELS.index(level) < FLOOR_LEVELS.index(current_floors[key]):
+                del safety[key]
+                warnings.append(
+                    f"{source}: safety.{key} = {level!r} would lower the floor; a project config may only raise it"
+                )
+        if safety.get("checkpoint_on_mutation") is False:
+            del safety["checkpoint_on_mutation"]
+            warnings.append(f"{source}: safety.checkpoint_on_mutation = false is ignored in a project config")
+    exec_ = data.get("exec")
+    if isinstance(exec_, dict) and "env_allow" in exec_:
+        del exec_["env_allow"]
+        warnings.append(
+            f"{source}: `exec.env_allow` is ignored in a project config (it could pass secrets to commands)"
+        )
     return data
 
 
@@ -277,7 +296,10 @@ def load_settings(
         current_mode = (
             merged.get("safety", {}).get("mode", "auto") if isinstance(merged.get("safety"), dict) else "auto"
         )
-        clamped = _clamp_project(project, current_mode, str(project_path), warnings)
+        safety_so_far = merged.get("safety") if isinstance(merged.get("safety"), dict) else {}
+        floors = {k: str(safety_so_far.get(k, "auto")) for k in ("external_writes", "system_installs")}
+        floors = {k: v if v in FLOOR_LEVELS else "auto" for k, v in floors.items()}
+        clamped = _clamp_project(project, current_mode, str(project_path), warnings, floors)
         _merge(merged, clamped, sources, str(project_path))
     if policy is not None:
         _merge(merged, policy[1], sources, policy[0])

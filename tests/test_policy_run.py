@@ -226,15 +226,32 @@ def test_a_person_at_a_tty_approves_and_denies(project):
     import subprocess
     import time
 
-    write_script(project / "s.jsonl", [
-        call("write_file", {"path": "yes.txt", "content": "1"}, "c1"),
-        call("write_file", {"path": "no.txt", "content": "2"}, "c2"),
-        say("done"),
-    ])
+    write_script(
+        project / "s.jsonl",
+        [
+            call("write_file", {"path": "yes.txt", "content": "1"}, "c1"),
+            call("write_file", {"path": "no.txt", "content": "2"}, "c2"),
+            say("done"),
+        ],
+    )
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--safety", "ask", "--model", "replay/s.jsonl", "write two"],
-        cwd=project, stdin=slave, stderr=slave, stdout=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "mermaid_cli",
+            "exec",
+            "--json",
+            "--safety",
+            "ask",
+            "--model",
+            "replay/s.jsonl",
+            "write two",
+        ],
+        cwd=project,
+        stdin=slave,
+        stderr=slave,
+        stdout=subprocess.PIPE,
     )
     os.close(slave)
     seen = b""
@@ -256,3 +273,59 @@ def test_a_person_at_a_tty_approves_and_denies(project):
     decided = [(e["verdict"], e["by"]) for e in events if e["type"] == "approval_decided"]
     assert decided == [("allow", "user"), ("deny", "user")]
     assert sum(1 for e in events if e["type"] == "approval_required") == 2
+
+
+def test_confine_fs_refuses_writes_outside_the_project(project, tmp_path):
+    import uuid
+    from pathlib import Path
+
+    outside = Path.home() / f".mermaid-confine-test-{uuid.uuid4().hex}"  # not a temp dir: those stay writable
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("execute_command", {"command": f"echo x > {outside}"}, "c1"),
+            call("write_file", {"path": str(outside), "content": "y"}, "c2"),
+            call("execute_command", {"command": "echo ok > inside.txt"}, "c3"),
+            say("done"),
+        ],
+    )
+    try:
+        out = run_inprocess(
+            ["--json", "--confine-fs", "--safety", "full_access", "--model", f"replay/{script}", "x"], project
+        )
+        assert out.code == 0 and not outside.exists() and (project / "inside.txt").exists()
+    finally:
+        outside.unlink(missing_ok=True)
+    finished = [e for e in out.events if e["type"] == "tool_finished"]
+    assert [f["status"] for f in finished] == ["error", "error", "success"]
+    assert "--confine-fs" in finished[0]["output"]
+
+
+def test_background_commands_are_processes_and_memory_search_is_a_read(project):
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("execute_command", {"command": "sleep 0.1", "mode": "background"}, "c1"),
+            call("memory", {"action": "search", "query": "anything"}, "c2"),
+            say("done"),
+        ],
+    )
+    out = run_inprocess(["--json", "--safety", "read_only", "--model", f"replay/{script}", "x"], project)
+    finished = [e for e in out.events if e["type"] == "tool_finished"]
+    assert finished[0]["status"] == "error" and finished[0]["decision"]["verdict"] == "deny"
+    assert finished[1]["decision"]["verdict"] == "allow"
+
+
+def test_project_config_cannot_lower_floors_or_pass_secrets(project, isolated_env):
+    from mermaid_cli.config import load_settings
+
+    (project / ".mermaid").mkdir()
+    (project / ".mermaid/config.toml").write_text(
+        '[safety]\nexternal_writes = "allow"\nsystem_installs = "deny"\ncheckpoint_on_mutation = false\n'
+        '[exec]\nenv_allow = ["ANTHROPIC_API_KEY"]\n'
+    )
+    loaded = load_settings(project_root=project)
+    s = loaded.settings
+    assert s.safety.external_writes == "auto" and s.safety.system_installs == "deny"
+    assert s.safety.checkpoint_on_mutation is True and s.exec.env_allow == []
+    assert len(loaded.warnings) == 3

@@ -243,7 +243,7 @@ def test_interpreter_exit_kills_leftover_processes(tmp_path: Path) -> None:
 def test_catalog_and_categories() -> None:
     tools = {tool.name: tool for tool in shell_tools()}
     assert tools["execute_command"].category == "shell"
-    assert tools["background_process"].category == "process"
+    assert tools["background_process"].category == "session"
     schema = tools["background_process"].spec().input_schema
     assert schema["properties"]["action"]["enum"] == ["read", "wait", "stop", "list"]
     assert "title" not in schema

@@ -358,7 +358,22 @@ def _early(
             risk,
             shell,
         )
+    if policy.filesystem == "project" and _writes_outside(request, risk):
+        reason = (
+            f'{request.label} would write outside the project, which safety.filesystem = "project" '
+            "(--confine-fs) refuses"
+        )
+        return PolicyOutcome("deny", "mode", reason, risk, shell=shell), risk, shell
     return None, risk, shell
+
+
+def _writes_outside(request: ActionRequest, risk: Risk) -> bool:
+    """A file mutation of an outside path, or a shell command classified as writing outside."""
+    if request.category == "edit":
+        return request.outside
+    if request.category in ("shell", "process"):
+        return risk == "external_access" or request.cwd_outside_project
+    return False
 
 
 def _finish(
@@ -476,11 +491,17 @@ def headless_message(
 ) -> str:
     mode = policy.mode if policy is not None else None
     hint = _rule_hint(request, outcome)
+    if mode == "full_access":  # only a floor can ask here: lowering the mode again would not help
+        fix = 'To let it run: set [safety] external_writes or system_installs = "allow",'
+    else:
+        fix = (
+            "To let it run: use --safety auto or --safety full_access"
+            + (f" (now '{mode}')" if mode else "")
+            + ","
+        )
     parts = [
         f"{request.label} requires approval ({outcome.reason}), but this is a headless run with nobody to ask.",
-        "To let it run: use --safety auto or --safety full_access"
-        + (f" (now '{mode}')" if mode else "")
-        + ",",
+        fix,
         f'add a [[safety.overrides]] rule with decision = "allow" ({hint}),',
     ]
     if untrusted_kind(request):

@@ -64,13 +64,13 @@ class PolicyGate:
         arguments = _as_dict(args, call)
         new_args = None
         hook = None
-        for _round in range(MAX_HOOK_ROUNDS):
+        for _round in range(MAX_HOOK_ROUNDS + 1):
             request = self._request(tool, arguments)
             early = before_hooks(request, policy, project_root=self.project_root)
             if early is not None:
                 return self._deny(early, request)
-            if not self.hooks:
-                break
+            if not self.hooks or _round == MAX_HOOK_ROUNDS:
+                break  # the last rewrite is checked above but not offered to the hooks again
             from mermaid_cli.policy.hooks import run_before_tool_use
 
             hook = await run_before_tool_use(
@@ -133,7 +133,7 @@ class PolicyGate:
 
         return request_for_call(
             tool.name,
-            getattr(tool, "category", "read"),  # type: ignore[arg-type]
+            _category(tool, arguments),  # type: ignore[arg-type]
             arguments,
             project_root=self.project_root,
             mcp_read_only_hint=bool(getattr(tool, "read_only_hint", False)),
@@ -224,6 +224,16 @@ class PolicyGate:
         ):
             return None
         return f"{resolved.path} is outside the project and the policy did not allow it"
+
+
+def _category(tool: Any, arguments: dict[str, Any]) -> str:
+    """The policy category of this call, which may depend on its arguments."""
+    category = getattr(tool, "category", "read")
+    if tool.name == "execute_command" and arguments.get("mode") == "background":
+        return "process"  # starts something that outlives the call
+    if tool.name == "memory" and arguments.get("action") == "search":
+        return "session"  # reading facts, not writing them
+    return category
 
 
 def _as_dict(args: Any, call: ToolCallBlock) -> dict[str, Any]:

@@ -40,7 +40,9 @@ class Override(Section):
     )
     decision: Literal["allow", "ask", "deny"] = Field("ask", description="What to do with a matching call.")
     reason: str | None = Field(None, description="Shown to the model when the rule denies.")
-    checkpoint: bool | None = Field(None, description="Checkpoint before running (default: when it mutates).")
+    checkpoint: bool | None = Field(
+        None, description="Accepted for compatibility; checkpoints follow [safety] checkpoint_on_mutation."
+    )
     trust_after_untrusted: bool = Field(
         False,
         description=(

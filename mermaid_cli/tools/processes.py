@@ -213,7 +213,7 @@ class BackgroundProcess(Tool):
         "mode=background in this run."
     )
     Args = BackgroundProcessArgs
-    category = "process"
+    category = "session"  # reads, waits for or stops only processes this run started: never gated
 
     async def run(self, args: BackgroundProcessArgs, ctx: ToolContext) -> ToolResult:
         registry = registry_for(ctx)
