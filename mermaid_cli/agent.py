@@ -18,6 +18,7 @@ from mermaid_cli.providers.base import NullSink, Provider
 from mermaid_cli.tools.base import Tool, ToolContext, ToolRegistry
 from mermaid_cli.types import (
     Decision,
+    GateResult,
     ImageBlock,
     Message,
     ModelTurn,
@@ -35,14 +36,6 @@ EVENT_ARG_CHARS = 2000
 IMAGES_SENT = 3
 
 
-@dataclass(frozen=True)
-class GateResult:
-    decision: Decision
-    blocked: bool = False  # an approval nobody could give: the run ends with exit 3
-    args: Any = None  # replacement arguments (a hook's updatedInput), already validated
-    message: str | None = None  # what the model is told when the call does not run
-
-
 class Gate(Protocol):
     async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult: ...
 
@@ -51,7 +44,7 @@ class AllowAllGate:
     """Lets every call through; the policy gate replaces it."""
 
     async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult:
-        return GateResult(Decision(verdict="allow", by="mode"))
+        return GateResult(decision=Decision(verdict="allow", by="mode"))
 
 
 @dataclass
@@ -372,6 +365,10 @@ class Agent:
                 decision = gate.decision
                 if gate.decision.verdict == "allow":
                     result = await self._execute(tool, gate.args if gate.args is not None else args)
+                    if gate.context:
+                        result = result.model_copy(
+                            update={"content": f"{result.content}\n\n[hook] {gate.context}"}
+                        )
                 else:
                     message = gate.message or f"{call.name} was not run: {gate.decision.reason or 'denied'}"
                     result = ToolResult.error(message)

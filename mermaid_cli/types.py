@@ -157,6 +157,21 @@ class Decision(_Frozen):
     risk: str | None = None
 
 
+class GateResult(_Frozen):
+    """The policy gate's answer for one call. `blocked`: an approval nobody could give (the run
+    ends with exit 3); `args`: replacement arguments (a hook's updatedInput), already validated;
+    `message`: what the model is told when the call does not run; `context`: a hook's
+    additionalContext, appended to the result the model sees."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    decision: Decision
+    blocked: bool = False
+    args: Any = None
+    message: str | None = None
+    context: str | None = None
+
+
 class ToolResult(_Frozen):
     """A tool's outcome. Failures are data (`is_error=True`), never exceptions across the loop.
     `summary` is one line for `tool_finished.summary`; `metadata` carries tool specifics

@@ -329,3 +329,21 @@ def test_project_config_cannot_lower_floors_or_pass_secrets(project, isolated_en
     assert s.safety.external_writes == "auto" and s.safety.system_installs == "deny"
     assert s.safety.checkpoint_on_mutation is True and s.exec.env_allow == []
     assert len(loaded.warnings) == 3
+
+
+def test_a_hook_rewrites_the_call_and_adds_context(project, isolated_env, tmp_path):
+    hook = tmp_path / "rewrite.py"
+    hook.write_text(
+        "import json, sys\n"
+        "call = json.load(sys.stdin)\n"
+        "args = dict(call['tool_input'], path='rewritten.txt')\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', 'permissionDecision': 'allow',"
+        " 'updatedInput': args}, 'additionalContext': 'files go to rewritten.txt here'}))\n"
+    )
+    _user_config(isolated_env, f'[[hooks.before_tool_use]]\ncommand = "{sys.executable} {hook}"\n')
+    script = write_script(project / "s.jsonl", [call("write_file", {"path": "asked.txt", "content": "x"}), say("ok")])
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "write"], project)
+    assert out.code == 0, out.stderr
+    assert (project / "rewritten.txt").exists() and not (project / "asked.txt").exists()
+    finished = next(e for e in out.events if e["type"] == "tool_finished")
+    assert "[hook] files go to rewritten.txt here" in finished["output"]

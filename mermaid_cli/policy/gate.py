@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mermaid_cli import events as ev
-from mermaid_cli.types import Decision, ToolCallBlock, Usage
+from mermaid_cli.types import Decision, GateResult, ToolCallBlock, Usage
 
 if TYPE_CHECKING:  # the engine and the shell classifier load at the first tool call, not at start
     from mermaid_cli.policy.engine import ActionRequest, PolicyOutcome
@@ -26,14 +26,6 @@ MAX_HOOK_ROUNDS = 3
 
 # answer of a person: "once", "always" (this session), or "no"
 Approver = Callable[[str, str, str], Awaitable[str]]
-
-
-@dataclass(frozen=True)
-class GateResult:
-    decision: Decision
-    blocked: bool = False
-    args: Any = None
-    message: str | None = None
 
 
 @dataclass
@@ -125,7 +117,8 @@ class PolicyGate:
                     self.allowed_outside.add(
                         os.path.realpath(os.path.join(self.project_root, os.path.expanduser(ref.path)))
                     )
-            return GateResult(outcome.decision(), args=new_args)
+            context = hook.additional_context if hook is not None else None
+            return GateResult(decision=outcome.decision(), args=new_args, context=context)
         return self._deny(outcome, request)
 
     def _request(self, tool: Any, arguments: dict[str, Any]) -> ActionRequest:
@@ -214,7 +207,7 @@ class PolicyGate:
             message = reason
         else:
             message = f"{request.label} blocked by policy: {reason}"
-        return GateResult(outcome.decision(), blocked=outcome.blocked, message=self.redact(message))
+        return GateResult(decision=outcome.decision(), blocked=outcome.blocked, message=self.redact(message))
 
     # -- the file tools' external-access hook -------------------------------------------------
     def external_access(self, resolved: Any, action: str) -> str | None:
