@@ -445,13 +445,17 @@ class Run:
         self.system_prompt = self._system_prompt(settings)
 
         writer_kw = {"redact": self.redact, "clock": io.clock}
-        if self.session_id:
-            path = self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl"
-            writer = SessionWriter(path, seq=seq, **writer_kw)
-            writer.message_count = self.resumed_next_index
-            writer.compactions = self.resumed_compactions
-        else:
-            self.session_id, writer = create_session(self.project_root, io.clock(), **writer_kw)
+        try:
+            if self.session_id:
+                path = self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl"
+                writer = SessionWriter(path, seq=seq, **writer_kw)
+                writer.message_count = self.resumed_next_index
+                writer.compactions = self.resumed_compactions
+            else:
+                self.session_id, writer = create_session(self.project_root, io.clock(), **writer_kw)
+        except OSError as exc:
+            where = self.project_root / ".mermaid" / "conversations"
+            raise UsageError(f"cannot write the session under {where}: {exc.strerror or exc}") from None
             writer.append(
                 "started",
                 session_id=self.session_id,

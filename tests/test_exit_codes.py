@@ -151,3 +151,13 @@ def test_stdout_closed_early_no_traceback(project):
 )
 def test_conflicting_flags_are_exit_2(project, args):
     assert_framed(run_mermaid(["exec", "--json", *args, "hi"], project), 2, "usage_error")
+
+
+def test_unwritable_session_dir_is_a_clear_usage_error(project):
+    write_script(project / "s.jsonl", [say("ok")])
+    (project / ".mermaid").mkdir()
+    (project / ".mermaid" / "conversations").write_text("a file where the directory should be")
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "--model", "replay/s.jsonl", "hi"], project), 2, "usage_error"
+    )
+    assert "cannot write the session" in result["errors"][-1]
