@@ -673,7 +673,27 @@ class Run:
         return provider, lambda usage: cost_usd(usage, price)
 
     def _registry(self, settings: Any) -> Any:
-        return build_registry(settings, self.io.env, interactive=self.interactive)
+        """The built-in tools. With a warm spec cache the tool modules load at the first tool call,
+        off the path to the first request."""
+        from mermaid_cli.config import data_dir
+        from mermaid_cli.tools import spec_cache
+
+        env, interactive = self.io.env, self.interactive
+
+        def build() -> Any:
+            return build_registry(settings, env, interactive=interactive)
+
+        try:
+            key = spec_cache.cache_key(settings, env, interactive=interactive)
+        except OSError:
+            return build()
+        cache_dir = data_dir(env) / "cache" / "tool-specs"
+        cached = spec_cache.load(cache_dir, key)
+        if cached is not None:
+            return spec_cache.CachedRegistry(cached[0], cached[1], build)
+        registry = build()
+        spec_cache.save(cache_dir, key, registry)
+        return registry
 
     # -- the result ---------------------------------------------------------------------------
     def _finish(self, error: BaseException | None, stats: Any) -> int:
