@@ -267,3 +267,11 @@ def test_mixed_line_endings_are_kept_per_line():
     ops = parse_patch("*** Begin Patch\n*** Update File: m.txt\n@@\n a\n-b\n+B\n+B2\n c\n*** End Patch")
     text, fuzzy = apply_hunks("a\r\nb\nc\r\nd\n", ops[0].hunks, "m.txt")
     assert text == "a\r\nB\nB2\nc\r\nd\n" and not fuzzy
+
+
+def test_repeated_context_lines_follow_the_hunk_line_number():
+    # found by hypothesis: with identical lines, the match must be where the diff header says
+    from mermaid_cli.tools.patch import apply_hunks, parse_patch
+
+    diff = "--- a/x\n+++ b/x\n@@ -2,2 +2,3 @@\n b\n b\n+\n"
+    assert apply_hunks("b\nb\nb\n", parse_patch(diff)[0].hunks, "x")[0] == "b\nb\nb\n\n"

@@ -144,8 +144,16 @@ class LineIndex:
             self._starts = out
         return self._starts
 
-    def find_all(self, pattern: list[str], level: str, start: int = 0, limit: int = MAX_SPANS) -> list[int]:
-        """Non-overlapping line indexes >= start where `pattern` matches at `level`."""
+    def find_all(
+        self,
+        pattern: list[str],
+        level: str,
+        start: int = 0,
+        limit: int = MAX_SPANS,
+        *,
+        overlapping: bool = False,
+    ) -> list[int]:
+        """Line indexes >= start where `pattern` matches at `level` (non-overlapping unless asked)."""
         if not pattern:
             return []
         fn = NORMALISERS[level]
@@ -163,7 +171,7 @@ class LineIndex:
                 break
             if have[i : i + n] == want:
                 out.append(i)
-                i += n
+                i += 1 if overlapping else n
             else:
                 i += 1
         return out
@@ -182,7 +190,15 @@ class LineIndex:
                     at -= 1
                 if at >= start and self._matches_at(pattern, at, level):
                     return at, level
-            found = self.find_all(pattern, level, start, limit=MAX_SPANS if hint is not None else 1)
+            if hint is not None and hint >= start and self._matches_at(pattern, hint, level):
+                return hint, level  # where the diff says it is: repeated lines cannot mislead
+            found = self.find_all(
+                pattern,
+                level,
+                start,
+                limit=MAX_SPANS if hint is not None else 1,
+                overlapping=hint is not None,
+            )
             if found:
                 if hint is not None:
                     return min(found, key=lambda i: abs(i - hint)), level
