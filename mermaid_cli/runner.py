@@ -173,7 +173,7 @@ class Run:
         try:
             return asyncio.run(self._main())
         except KeyboardInterrupt:  # a signal before the loop could install its handlers
-            return self._finish(Interrupted(signal.SIGINT), None)
+            return self._finish(Interrupted(self.signum or signal.SIGINT), None)
 
     async def _main(self) -> int:
         loop = asyncio.get_running_loop()
@@ -184,6 +184,7 @@ class Run:
                 except (NotImplementedError, RuntimeError):  # pragma: no cover - non-main thread
                     pass
         self._run_task: asyncio.Task[Any] | None = None
+        self._main_task = asyncio.current_task()
         error: BaseException | None = None
         stats = None
         try:
@@ -302,10 +303,11 @@ class Run:
         if self.signum is None:
             self.signum = signum
             self.out.note(f"received {signal.Signals(signum).name}: stopping the run")
-        if self._run_task is not None:
-            self._run_task.cancel()
-        else:
-            raise KeyboardInterrupt
+        # Before the model's work starts (config, MCP servers), the preparation itself is cancelled;
+        # either way the run ends through `_main`, which closes everything and prints `result`.
+        task = self._run_task if self._run_task is not None else self._main_task
+        if task is not None:
+            task.cancel()
 
     async def _close(self) -> None:
         if self.agent is not None:

@@ -102,3 +102,23 @@ def test_arbitrary_tool_output_bytes_give_valid_jsonl(tmp_path, data):
     for line in out.stdout.splitlines():
         json.loads(line)  # every line is JSON
     assert out.events[-1]["type"] == "result"
+
+
+def test_sigterm_while_mcp_servers_start_still_ends_with_a_result(project, isolated_env):
+    from pathlib import Path
+
+    hang = Path(__file__).parent / "mcp_servers" / "hang.py"
+    cfg = isolated_env / "config" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(
+        f'[mcp_servers.slow]\ncommand = "{sys.executable}"\nargs = ["{hang}"]\nstartup_timeout_secs = 60\n'
+    )
+    write_script(project / "s.jsonl", [say("never")])
+    proc = _start(project, ["--model", "replay/s.jsonl", "wait"])
+    time.sleep(2.0)  # the server is starting and will not answer
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    events = [json.loads(x) for x in out.splitlines()]
+    assert proc.returncode == 143, err
+    assert events[0]["type"] == "session_started" and events[-1]["status"] == "interrupted"
+    assert b"Traceback" not in err
