@@ -34,6 +34,12 @@ from mermaid_cli.types import (
 EVENT_OUTPUT_CHARS = 8 * 1024
 EVENT_ARG_CHARS = 2000
 IMAGES_SENT = 3
+# A reply that hit the per-response output cap is continued, up to this many times.
+MAX_CONTINUATIONS = 4
+LENGTH_STOPS = ("length", "max_tokens", "max_output_tokens")
+CONTINUE_PROMPT = (
+    "Your reply was cut off by the output limit. Continue exactly where it stopped, without repeating."
+)
 
 
 class Gate(Protocol):
@@ -209,17 +215,26 @@ class Agent:
     async def run(self, prompt: str | None) -> RunStats:
         if prompt is not None:
             self._commit(Message.user_text(prompt))
+        continued: list[ModelTurn] = []  # replies cut by the output cap, joined into one answer
         while True:
             self._check_limits()
             await self._maybe_compact()
             turn = await self._model_turn()
             calls = turn.message.tool_calls
+            if not calls and turn.stop_reason in LENGTH_STOPS and len(continued) < MAX_CONTINUATIONS:
+                continued.append(turn)
+                self._commit(Message.user_text(CONTINUE_PROMPT))
+                continue
             if not calls:
+                chain = [*continued, turn]
                 self.stats.finished = True
-                self.stats.response = turn.message.text
-                thoughts = [b.text for b in turn.content if isinstance(b, ReasoningBlock) and b.text]
+                self.stats.response = "".join(t.message.text for t in chain)
+                thoughts = [
+                    b.text for t in chain for b in t.content if isinstance(b, ReasoningBlock) and b.text
+                ]
                 self.stats.reasoning = "\n\n".join(thoughts) if thoughts else None
                 return self.stats
+            continued = []
             results = await asyncio.gather(*(self._run_call(call) for call in calls))
             self._commit(Message(role="user", content=tuple(results)))
 

@@ -229,3 +229,26 @@ def test_secret_env_values_are_redacted(project):
         ["--json", "--model", f"replay/{script}", "go"], project, env={"MY_API_KEY": "sk-test-abcdef123456"}
     )
     assert "sk-test-abcdef123456" not in out.stdout
+
+
+def test_a_reply_cut_by_the_output_cap_is_continued_and_joined(project):
+    cut = {
+        "content": [{"type": "text", "text": "Part one, "}],
+        "stop_reason": "length",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+    script = write_script(project / "s.jsonl", [cut, say("part two.")])
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "write a long answer"], project)
+    assert out.code == 0
+    assert out.events[-1]["response"] == "Part one, part two." and out.events[-1]["num_turns"] == 2
+
+
+def test_continuations_are_capped(project):
+    cut = {
+        "content": [{"type": "text", "text": "x"}],
+        "stop_reason": "length",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+    script = write_script(project / "s.jsonl", [cut] * 6)
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "go"], project)
+    assert out.code == 0 and out.events[-1]["response"] == "xxxxx" and out.events[-1]["num_turns"] == 5
