@@ -493,6 +493,7 @@ class Run:
         )
         ctx.state["user_config_dir"] = cfg.user_config_dir(io.env)
         ctx.state["safety_mode"] = settings.safety.mode
+        ctx.state["redact"] = self.redact  # memory refuses anything the run would redact
         ctx.state["archive"] = lambda: archive_of(writer.path)
         if "tasks" in self.resumed_state:
             from mermaid_cli.tools.tasks import TaskStore

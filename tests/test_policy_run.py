@@ -341,9 +341,35 @@ def test_a_hook_rewrites_the_call_and_adds_context(project, isolated_env, tmp_pa
         " 'updatedInput': args}, 'additionalContext': 'files go to rewritten.txt here'}))\n"
     )
     _user_config(isolated_env, f'[[hooks.before_tool_use]]\ncommand = "{sys.executable} {hook}"\n')
-    script = write_script(project / "s.jsonl", [call("write_file", {"path": "asked.txt", "content": "x"}), say("ok")])
+    script = write_script(
+        project / "s.jsonl", [call("write_file", {"path": "asked.txt", "content": "x"}), say("ok")]
+    )
     out = run_inprocess(["--json", "--model", f"replay/{script}", "write"], project)
     assert out.code == 0, out.stderr
     assert (project / "rewritten.txt").exists() and not (project / "asked.txt").exists()
     finished = next(e for e in out.events if e["type"] == "tool_finished")
     assert "[hook] files go to rewritten.txt here" in finished["output"]
+
+
+def test_memory_refuses_masked_values(project):
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call(
+                "memory",
+                {
+                    "action": "remember",
+                    "name": "deploy",
+                    "description": "how to deploy",
+                    "content": "use the password zebra-crossing-42",
+                },
+            ),
+            say("ok"),
+        ],
+    )
+    out = run_inprocess(
+        ["--json", "--mask", "zebra-crossing-42", "--model", f"replay/{script}", "remember"], project
+    )
+    finished = next(e for e in out.events if e["type"] == "tool_finished")
+    assert finished["status"] == "error" and "refused" in finished["output"]
+    assert not list((project / ".mermaid").glob("memory/*.md"))

@@ -253,7 +253,11 @@ class Memory(Tool):
             )
         if args.action == "forget":
             return self._forget(store, args)
-        secret = find_secret("\n".join(filter(None, [args.name, args.description, args.content])), self._env)
+        text = "\n".join(filter(None, [args.name, args.description, args.content]))
+        secret = find_secret(text, self._env)
+        redact = ctx.state.get("redact")
+        if secret is None and callable(redact) and redact(text) != text:
+            secret = "a value this run redacts (a key, a token shape or a --mask value)"
         if secret is not None:
             return ToolResult.error(
                 f"refused: the fact contains {secret}. Secrets are never stored in memory; "
