@@ -32,8 +32,8 @@ _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _MAX_CONTENT = 20_000
 _MAX_DESCRIPTION = 300
 
-# A small local secret check. The run-wide `mermaid_cli.redact.Redactor` knows more values
-# (--mask, provider keys); the loop may switch this module to it.
+# A small local secret check; the tool also refuses anything the run's redactor would hide
+# (`ctx.state["redact"]`: --mask values, keyring keys, more token shapes).
 _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an API key (sk-...)", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
     ("a GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}")),
