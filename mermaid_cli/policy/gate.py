@@ -126,7 +126,9 @@ class PolicyGate:
 
         return request_for_call(
             tool.name,
-            _category(tool, arguments),  # type: ignore[arg-type]
+            tool.category_for(arguments)
+            if hasattr(tool, "category_for")
+            else getattr(tool, "category", "read"),
             arguments,
             project_root=self.project_root,
             mcp_read_only_hint=bool(getattr(tool, "read_only_hint", False)),
@@ -217,16 +219,6 @@ class PolicyGate:
         ):
             return None
         return f"{resolved.path} is outside the project and the policy did not allow it"
-
-
-def _category(tool: Any, arguments: dict[str, Any]) -> str:
-    """The policy category of this call, which may depend on its arguments."""
-    category = getattr(tool, "category", "read")
-    if tool.name == "execute_command" and arguments.get("mode") == "background":
-        return "process"  # starts something that outlives the call
-    if tool.name == "memory" and arguments.get("action") == "search":
-        return "session"  # reading facts, not writing them
-    return category
 
 
 def _as_dict(args: Any, call: ToolCallBlock) -> dict[str, Any]:

@@ -53,6 +53,10 @@ class Tool:
     # read | edit | shell | process | web | mcp | subagent | memory | session
     category: ClassVar[str] = "read"
 
+    def category_for(self, arguments: dict[str, Any]) -> str:
+        """The policy category of one call; tools whose risk depends on their arguments override it."""
+        return self.category
+
     def spec(self) -> ToolSpec:
         # Built once per class: a schema is paid for on every turn of every run otherwise.
         cached = _SPECS.get(type(self))

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -231,6 +231,10 @@ class Memory(Tool):
     )
     Args = MemoryArgs
     category = "memory"
+
+    def category_for(self, arguments: dict[str, Any]) -> str:
+        # searching facts reads; only remember/update/forget write
+        return "session" if arguments.get("action") == "search" else self.category
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = env

@@ -301,6 +301,10 @@ class ExecuteCommand(Tool):
     Args = ExecuteCommandArgs
     category = "shell"
 
+    def category_for(self, arguments: dict[str, Any]) -> str:
+        # a background command starts something that outlives the call
+        return "process" if arguments.get("mode") == "background" else self.category
+
     async def run(self, args: ExecuteCommandArgs, ctx: ToolContext) -> ToolResult:
         cwd = resolve_working_dir(ctx, args.working_dir)
         if isinstance(cwd, str):
