@@ -49,6 +49,9 @@ class WorkspaceSnapshot:
         self.copy_dir: Path | None = None
         self.files: dict[str, tuple[int, int]] = {}  # rel path -> (size, mtime_ns), non-git mode
         self.complete = True
+        # The run is over when these are asked for: the "after" state is computed once.
+        self._after_tree: str | None = None
+        self._changed: list[str] | None = None
 
     # -- taking it ----------------------------------------------------------------------------
     @classmethod
@@ -114,10 +117,21 @@ class WorkspaceSnapshot:
                     pass
 
     # -- comparing ----------------------------------------------------------------------------
+    def _after(self) -> str:
+        if self._after_tree is None:
+            self._after_tree = self._git_tree()
+        return self._after_tree
+
     def changed_files(self) -> list[str]:
+        if self._changed is None:
+            self._changed = self._compare()
+        return self._changed
+
+    def _compare(self) -> list[str]:
         if self.tree is not None:
-            after = self._git_tree()
-            out = _git(self.root, "diff", "--name-only", "--no-renames", "--relative", self.tree, after)
+            out = _git(
+                self.root, "diff", "--name-only", "--no-renames", "--relative", self.tree, self._after()
+            )
             return [line for line in out.decode("utf-8", "replace").splitlines() if line]
         changed: list[str] = []
         now = {rel for rel in self._walk()}
@@ -142,8 +156,7 @@ class WorkspaceSnapshot:
 
     def diff(self) -> str:
         if self.tree is not None:
-            after = self._git_tree()
-            raw = _git(self.root, "diff", "--binary", "--no-renames", "--relative", self.tree, after)
+            raw = _git(self.root, "diff", "--binary", "--no-renames", "--relative", self.tree, self._after())
             return raw.decode("utf-8", "surrogateescape")
         parts: list[str] = []
         for rel in self.changed_files():
