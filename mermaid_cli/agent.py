@@ -274,7 +274,7 @@ class Agent:
                 messages=self._request_messages(),
                 tools=tuple(self.registry.specs()),
                 max_output_tokens=self.max_output_tokens,
-                reasoning=self.reasoning,  # type: ignore[arg-type]
+                reasoning=self.reasoning,
             )
             try:
                 turn = await self.provider.turn(request, _EmitSink(self))

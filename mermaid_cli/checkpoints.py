@@ -156,7 +156,7 @@ class CheckpointStore:
 
     def list(self, session_id: str | None = None, all_projects: bool = False) -> list[Manifest]:
         """Checkpoints of this project (oldest first), optionally of one session only."""
-        out = []
+        out: list[Manifest] = []
         if not self.base.is_dir():
             return out
         for entry in self.base.iterdir():

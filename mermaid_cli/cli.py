@@ -356,7 +356,7 @@ def sessions_show(session_id: str, as_json: bool, path: str) -> None:
         }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    from mermaid_cli.types import ToolCallBlock, ToolResultBlock
+    from mermaid_cli.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
     for msg in data.messages:
         for block in msg.content:
@@ -365,7 +365,7 @@ def sessions_show(session_id: str, as_json: bool, path: str) -> None:
             elif isinstance(block, ToolResultBlock):
                 flag = " (error)" if block.is_error else ""
                 click.echo(f"[tool result{flag}] {block.content[:500]}")
-            elif getattr(block, "text", None):
+            elif isinstance(block, TextBlock | ReasoningBlock) and block.text:
                 click.echo(f"[{msg.role}] {block.text}")
 
 
@@ -386,7 +386,7 @@ def config_show(as_json: bool, profile: str | None, config_overrides: tuple[str,
     import json
     from pathlib import Path
 
-    from mermaid_cli.config import effective_items, load_settings
+    from mermaid_cli.config import effective_items, effective_toml, load_settings
     from mermaid_cli.errors import ConfigError
 
     try:
@@ -398,8 +398,8 @@ def config_show(as_json: bool, profile: str | None, config_overrides: tuple[str,
         sys.exit(2)
     for warning in loaded.warnings:
         click.echo(f"mermaid: {warning}", err=True)
-    items = effective_items(loaded)
     if as_json:
+        items = effective_items(loaded)
         click.echo(
             json.dumps(
                 {"files": loaded.files, "settings": {k: {"value": v, "source": s} for k, v, s in items}},
@@ -407,8 +407,7 @@ def config_show(as_json: bool, profile: str | None, config_overrides: tuple[str,
             )
         )
         return
-    for key, value, source in items:
-        click.echo(f"{key} = {json.dumps(value)}    # {source}")
+    click.echo(effective_toml(loaded), nl=False)
 
 
 @cli.command("doctor")

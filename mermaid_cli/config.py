@@ -8,9 +8,12 @@ the dotted key and the reason.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -98,7 +101,7 @@ class LoadedSettings:
     files: list[str] = field(default_factory=list)
 
 
-def user_config_dir(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
+def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get("MERMAID_CONFIG_DIR"):
         return Path(env["MERMAID_CONFIG_DIR"]).expanduser()
@@ -109,7 +112,7 @@ def user_config_dir(env: dict[str, str] | os._Environ[str] | None = None) -> Pat
     return Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "mermaid"
 
 
-def data_dir(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get("MERMAID_DATA_DIR"):
         return Path(env["MERMAID_DATA_DIR"]).expanduser()
@@ -256,7 +259,7 @@ def _clamp_project(
 def load_settings(
     *,
     project_root: Path,
-    env: dict[str, str] | os._Environ[str] | None = None,
+    env: Mapping[str, str] | None = None,
     profile: str | None = None,
     policy: tuple[str, dict[str, Any]] | None = None,
     overrides: list[str] = (),  # type: ignore[assignment]
@@ -296,7 +299,8 @@ def load_settings(
         current_mode = (
             merged.get("safety", {}).get("mode", "auto") if isinstance(merged.get("safety"), dict) else "auto"
         )
-        safety_so_far = merged.get("safety") if isinstance(merged.get("safety"), dict) else {}
+        safety_value = merged.get("safety")
+        safety_so_far: dict[str, Any] = safety_value if isinstance(safety_value, dict) else {}
         floors = {k: str(safety_so_far.get(k, "auto")) for k in ("external_writes", "system_installs")}
         floors = {k: v if v in FLOOR_LEVELS else "auto" for k, v in floors.items()}
         clamped = _clamp_project(project, current_mode, str(project_path), warnings, floors)
@@ -337,16 +341,56 @@ def _source_of(loc: list[str], sources: dict[str, str]) -> str:
     return "config"
 
 
-def effective_items(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:
-    """(dotted key, value, source) for every leaf of the effective settings, for `config show`."""
-    out: list[tuple[str, Any, str]] = []
+def _leaves(loaded: LoadedSettings) -> list[tuple[tuple[str, ...], Any, str]]:
+    """(key parts, value, source) for every leaf of the effective settings."""
+    out: list[tuple[tuple[str, ...], Any, str]] = []
 
-    def walk(value: Any, path: str) -> None:
+    def walk(value: Any, parts: tuple[str, ...]) -> None:
         if isinstance(value, dict) and value:
             for k, v in value.items():
-                walk(v, f"{path}.{k}" if path else k)
+                walk(v, (*parts, k))
         else:
-            out.append((path, value, loaded.sources.get(path, "defaults")))
+            out.append((parts, value, loaded.sources.get(".".join(parts), "defaults")))
 
-    walk(loaded.settings.model_dump(mode="json"), "")
+    walk(loaded.settings.model_dump(mode="json"), ())
     return out
+
+
+def effective_items(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:
+    """(dotted key, value, source) for every leaf of the effective settings, for `config show`."""
+    return [(".".join(parts), value, source) for parts, value, source in _leaves(loaded)]
+
+
+def effective_toml(loaded: LoadedSettings) -> str:
+    """The effective settings as TOML, each line commented with its source. A key that is not set
+    (TOML has no null) is shown as a comment, so the whole text parses with `tomllib`."""
+    lines = []
+    for parts, value, source in _leaves(loaded):
+        key = ".".join(_toml_key(part) for part in parts)
+        if value is None:
+            lines.append(f"# {key} is not set    # {source}")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}    # {source}")
+    return "\n".join(lines) + "\n"
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # JSON string escapes are valid TOML basic-string escapes
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value if item is not None) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items() if v is not None)
+        return "{" + ", ".join(pairs) + "}"
+    return json.dumps(str(value))

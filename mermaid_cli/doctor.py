@@ -80,6 +80,17 @@ def run_checks(
 
     status = web_search_status(settings, env, network_allowed=safety.network != "deny")
     checks.append(Check("web_search", "ok" if "not available" not in status else "warn", status))
+    if safety.network != "deny":
+        from mermaid_cli.web.extract import readability_status
+
+        problem = readability_status()
+        checks.append(
+            Check(
+                "web_fetch",
+                "warn" if problem else "ok",
+                problem or "HTML pages: main-content extraction (trafilatura)",
+            )
+        )
     rg = shutil.which("rg")
     checks.append(
         Check("ripgrep", "ok" if rg else "warn", rg or "rg not on PATH: grep uses the slower Python walker")

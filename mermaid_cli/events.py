@@ -19,12 +19,16 @@ PROTOCOL_VERSION = 1
 class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     _omit_unset: ClassVar[frozenset[str]] = frozenset()
+    _flags: ClassVar[frozenset[str]] = frozenset({"fuzzy"})
 
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         for key in self._omit_unset:
-            if data.get(key) in (None, False):
-                data.pop(key, None)
+            # `is`, not `==`: 0 == False, and an exit code of 0 is a value, not an absence;
+            # only a flag (`fuzzy`) is absent when False
+            value = data.get(key)
+            if key in data and (value is None or (value is False and key in self._flags)):
+                del data[key]
         return data
 
     def to_json(self) -> str:

@@ -49,8 +49,8 @@ def lookup_key(
             return value, "env"
     if authoritative:
         return None, "none"
-    value = keyring_get(provider, env)
-    return (value, "keyring") if value else (None, "none")
+    stored = keyring_get(provider, env)
+    return (stored, "keyring") if stored else (None, "none")
 
 
 class KeyringUnavailable(Exception):

@@ -29,6 +29,9 @@ class Output:
         self._progress(event)
 
     def _progress(self, event: ev._Event) -> None:
+        if isinstance(event, ev.Error):  # errors and warnings show even with -q
+            self.note(("retrying: " if event.retryable else "error: ") + event.message)
+            return
         if self.quiet:
             return
         if isinstance(event, ev.ToolStarted):
@@ -36,8 +39,6 @@ class Output:
         elif isinstance(event, ev.ToolFinished):
             mark = "ok" if event.status == "success" else event.status
             self.note(f"{event.call_id} {mark}: {event.error or event.summary}")
-        elif isinstance(event, ev.Error):
-            self.note(("retrying: " if event.retryable else "error: ") + event.message)
         elif isinstance(event, ev.ApprovalDecided) and event.verdict == "deny":
             self.note(f"{event.call_id} denied by {event.by}: {event.reason or ''}")
 
@@ -63,12 +64,11 @@ class Output:
         if self.format == "json":
             payload = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
         else:
+            # stdout is the answer only: errors went to stderr as they happened (a failed run
+            # leaves `> review.md` empty, never filled with an error message posing as the answer)
             body = result.response
-            if self.format == "markdown":
-                if result.errors:
-                    body += "\n\n---\n\n## Errors\n\n" + "".join(f"- {e}\n" for e in result.errors)
-            elif not body and result.errors:
-                body = "\n".join(result.errors)
+            if self.format == "markdown" and result.errors:
+                body += "\n\n---\n\n## Errors\n\n" + "".join(f"- {e}\n" for e in result.errors)
             payload = body if body.endswith("\n") or not body else body + "\n"
         self.writer.write_bytes(payload.encode("utf-8", "replace"))
         if self.format in ("text", "markdown"):

@@ -42,7 +42,7 @@ def load_turns(path: Path) -> tuple[dict[str, Any], list[ModelTurn]]:
             continue
         try:
             obj = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise UsageError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from None
         if not isinstance(obj, dict):
             raise UsageError(f"{path}:{lineno}: expected a JSON object")

@@ -248,10 +248,27 @@ class Run:
         from mermaid_cli.workspace_diff import WorkspaceSnapshot
 
         try:
-            self.snapshot = await asyncio.to_thread(WorkspaceSnapshot.take, self.project_root)
+            own = self._own_files()
+            self.snapshot = await asyncio.to_thread(WorkspaceSnapshot.take, self.project_root, own)
         except Exception as exc:  # noqa: BLE001 - a diff is a report, never a reason to fail the run
             self.out.note(f"cannot snapshot the project for the diff: {exc}")
             self.snapshot = None
+
+    def _own_files(self) -> frozenset[str]:
+        """Project-relative paths of the files Mermaid itself writes during this run."""
+        from mermaid_cli.workspace_diff import stream_target
+
+        targets = [self.io.cwd / name for name in (self.opts.record, self.opts.diff_out, self.opts.output_last_message) if name]
+        stdout_file = stream_target(self.io.stdout)
+        if stdout_file is not None:
+            targets.append(stdout_file)
+        own = set()
+        for target in targets:
+            try:
+                own.add(target.resolve().relative_to(self.project_root).as_posix())
+            except (ValueError, OSError):
+                pass  # outside the project: never in its diff anyway
+        return frozenset(own)
 
     async def _verify(self, commands: list[str], attempt: int) -> list[tuple[str, int]]:
         from mermaid_cli.tools.shell import run_command
@@ -291,6 +308,7 @@ class Run:
     async def _structured(self, stats: Any) -> None:
         from mermaid_cli.structured import FORMAT_PROMPT, shape
 
+        assert self.schema is not None  # only called with --output-schema
         turn = await self.agent.extra_turn(FORMAT_PROMPT, response_schema=self.schema)
         text, value, error = shape(turn.message.text, self.schema)
         stats.response = text
@@ -446,18 +464,21 @@ class Run:
         self.tools = registry.names()
         self.system_prompt = self._system_prompt(settings)
 
-        writer_kw = {"redact": self.redact, "clock": io.clock}
+        resumed = bool(self.session_id)
         try:
-            if self.session_id:
+            if resumed:
                 path = self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl"
-                writer = SessionWriter(path, seq=seq, **writer_kw)
+                writer = SessionWriter(path, seq=seq, redact=self.redact, clock=io.clock)
                 writer.message_count = self.resumed_next_index
                 writer.compactions = self.resumed_compactions
             else:
-                self.session_id, writer = create_session(self.project_root, io.clock(), **writer_kw)
+                self.session_id, writer = create_session(
+                    self.project_root, io.clock(), redact=self.redact, clock=io.clock
+                )
         except OSError as exc:
             where = self.project_root / ".mermaid" / "conversations"
             raise UsageError(f"cannot write the session under {where}: {exc.strerror or exc}") from None
+        if not resumed:
             writer.append(
                 "started",
                 session_id=self.session_id,
@@ -725,6 +746,8 @@ class Run:
             if isinstance(error, Blocked):
                 status, exit_code = "blocked", 3
         errors = list(stats.errors) + self.run_errors
+        for message in self.run_errors:  # the operator's checks that failed; stdout stays the answer
+            self.out.note(f"error: {self.redact(message)}")
         files_changed = self._files_changed(stats)
         if error is not None:
             message = self.redact(str(getattr(error, "message", error)))
@@ -770,13 +793,6 @@ class Run:
         changed = list(stats.files_changed)
         if self.snapshot is None:
             return changed
-        own = set()  # files Mermaid itself writes are not the run's changes
-        for name in (self.opts.record, self.opts.diff_out, self.opts.output_last_message):
-            if name:
-                try:
-                    own.add((self.io.cwd / name).resolve().relative_to(self.project_root).as_posix())
-                except ValueError:
-                    pass
         from mermaid_cli.config import data_dir
 
         try:
@@ -787,7 +803,7 @@ class Run:
             for path in self.snapshot.changed_files():
                 if data_rel and path.startswith(data_rel):
                     continue
-                if path not in changed and path not in own:
+                if path not in changed:
                     changed.append(path)
             if self.opts.diff_out:
                 target = self.io.cwd / self.opts.diff_out

@@ -43,8 +43,12 @@ def _git(root: Path, *args: str, env: dict[str, str] | None = None, input: bytes
 
 
 class WorkspaceSnapshot:
-    def __init__(self, root: Path) -> None:
+    """`exclude`: project-relative paths that are never the run's changes (the files Mermaid
+    itself writes: the target of stdout, `--record`, `--diff-out`, `--output-last-message`)."""
+
+    def __init__(self, root: Path, exclude: frozenset[str] = frozenset()) -> None:
         self.root = root
+        self.exclude = exclude
         self.tree: str | None = None
         self.copy_dir: Path | None = None
         self.files: dict[str, tuple[int, int]] = {}  # rel path -> (size, mtime_ns), non-git mode
@@ -55,8 +59,8 @@ class WorkspaceSnapshot:
 
     # -- taking it ----------------------------------------------------------------------------
     @classmethod
-    def take(cls, root: Path) -> WorkspaceSnapshot:
-        snap = cls(root)
+    def take(cls, root: Path, exclude: frozenset[str] = frozenset()) -> WorkspaceSnapshot:
+        snap = cls(root, exclude)
         if shutil.which("git") and _inside_git(root):
             try:
                 snap.tree = snap._git_tree()
@@ -80,7 +84,8 @@ class WorkspaceSnapshot:
             if real.is_file():
                 shutil.copyfile(real, index)  # reuse git's stat cache: no rehash of unchanged files
             env = self._git_env(str(index))
-            _git(self.root, "add", "-A", "--", ".", ":(exclude).mermaid", env=env)
+            own = [f":(exclude,literal){rel}" for rel in sorted(self.exclude)]
+            _git(self.root, "add", "-A", "--", ".", ":(exclude).mermaid", *own, env=env)
             return _git(self.root, "write-tree", env=env).decode().strip()
 
     def _walk(self) -> list[str]:
@@ -91,7 +96,10 @@ class WorkspaceSnapshot:
                 path = Path(dirpath) / name
                 if path.is_symlink() or not path.is_file():
                     continue
-                out.append(path.relative_to(self.root).as_posix())
+                rel = path.relative_to(self.root).as_posix()
+                if rel in self.exclude:
+                    continue
+                out.append(rel)
                 if len(out) > MAX_FILES:
                     self.complete = False
                     return out
@@ -184,6 +192,20 @@ class WorkspaceSnapshot:
         if self.copy_dir is not None:
             shutil.rmtree(self.copy_dir, ignore_errors=True)
             self.copy_dir = None
+
+
+def stream_target(stream: object) -> Path | None:
+    """The regular file an output stream writes to (`mermaid exec --json > events.jsonl`), or None
+    for a pipe, a terminal or an in-memory buffer."""
+    import stat
+
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def _read_lines(path: Path) -> list[str] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 from conftest import call, run_inprocess, say, write_script
@@ -160,3 +161,35 @@ def test_diff_out_reproduces_the_changed_tree(project, tmp_path, use_git):
     for rel in ("src/keep.py", "src/edit.py", "src/new.txt"):
         assert (original / rel).read_text() == (project / rel).read_text()
     assert not (original / "gone.txt").exists()
+
+
+@pytest.mark.parametrize("use_git", [False, True])
+def test_files_mermaid_writes_are_not_the_runs_changes(project, tmp_path, use_git):
+    # docs/ci.md's recipe: `mermaid exec --json ... > events.jsonl` inside the project
+    if use_git and not shutil.which("git"):
+        pytest.skip("git not installed")
+    _make_tree(project)
+    if use_git:
+        subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    script = write_script(
+        tmp_path / "s.jsonl",
+        [call("write_file", {"path": "made.txt", "content": "x\n"}, "c1"), say("done")],
+    )
+    args = ["--json", "--record", "rec.jsonl", "--diff-out", "run.diff", "--output-last-message", "last.md"]
+    with open(project / "events.jsonl", "wb") as stdout:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mermaid_cli", "exec", *args, "--model", f"replay/{script}", "x"],
+            cwd=project,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((project / "events.jsonl").read_text().splitlines()[-1])
+    assert result["files_changed"] == ["made.txt"]
+    diff = (project / "run.diff").read_text()
+    assert "made.txt" in diff
+    for own in ("events.jsonl", "rec.jsonl", "run.diff", "last.md", ".mermaid"):
+        assert own not in diff

@@ -56,8 +56,11 @@ def test_sessions_list_and_show(project):
     listing = run_mermaid(["sessions", "list", "--json"], project)
     rows = json.loads(listing.stdout)
     assert len(rows) == 1 and rows[0]["title"] == "create hello.txt" and rows[0]["messages"] == 4
+    # the session file's `started` record names the model (it once went unwritten)
+    assert rows[0]["model"].startswith("replay/") and rows[0]["model"].endswith("hello.jsonl")
     shown = run_mermaid(["sessions", "show", rows[0]["session_id"], "--json"], project)
     payload = json.loads(shown.stdout)
+    assert payload["model"] == rows[0]["model"]
     assert payload["messages"][1]["content"][1]["name"] == "write_file"
     text = run_mermaid(["sessions", "show", rows[0]["session_id"]], project)
     assert "tool call write_file" in text.stdout
@@ -75,3 +78,21 @@ def test_config_show_reports_sources(project, isolated_env):
     assert data["run.timeout"] == {"value": 30, "source": "-c run.timeout"}
     bad = run_mermaid(["config", "show", "-c", "run.nope=1"], project)
     assert bad.code == 2 and "run.nope: unknown key" in bad.stderr
+
+
+def test_config_show_text_is_toml(project, isolated_env):
+    import tomllib
+
+    cfg = isolated_env / "config" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(
+        '[run]\nmax_turns = 9\n[providers.local]\nbase_url = "http://127.0.0.1:1/v1"\napi_key_env = "LOCAL_KEY"\n'
+        '[pricing."local/m"]\ninput = 1.5\noutput = 2\n'
+    )
+    out = run_mermaid(["config", "show"], project)
+    assert out.code == 0, out.stderr
+    parsed = tomllib.loads(out.stdout)  # `model = null` once made this fail
+    assert parsed["run"]["max_turns"] == 9
+    assert parsed["providers"]["local"]["base_url"] == "http://127.0.0.1:1/v1"
+    assert parsed["pricing"]["local/m"]["input"] == 1.5
+    assert "model" not in parsed and "# model is not set" in out.stdout

@@ -206,3 +206,21 @@ async def test_two_compactions_and_the_answer_is_still_in_the_archive(tmp_path):
     number = int(found.content.split("\n#", 1)[1].split(" ", 1)[0])
     whole = await call(ctx, "context_archive", message=number)
     assert whole.content.splitlines()[1] == "build id is 7F3A-99"
+
+
+def test_docs_describe_context_archive_message_as_the_tool_accepts_it():
+    # docs/tools.md once said `message` takes "#number", which the tool refuses
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from mermaid_cli.tools.context import ContextArchive
+
+    row = next(
+        line for line in (Path(__file__).parents[1] / "docs/tools.md").read_text().splitlines()
+        if line.startswith("| `context_archive`")
+    )
+    assert "`3`" in row
+    ContextArchive.Args.model_validate({"message": 3})
+    with pytest.raises(ValidationError):
+        ContextArchive.Args.model_validate({"message": "#3"})

@@ -469,3 +469,29 @@ def test_links_to_docs_pages_and_anchors_resolve(name):
         assert (DOCS / target_page).is_file(), f"{name}: link to missing {target_page}"
         if anchor and target_page in PAGES:
             assert anchor in _anchors(target_page), f"{name}: no heading #{anchor} in {target_page}"
+
+
+def _settings_key_exists(section: str, key: str) -> bool:
+    model: Any = Settings
+    for part in [*section.split("."), key]:
+        fields = getattr(model, "model_fields", None)
+        if fields is None or part not in fields:
+            return False
+        annotation = fields[part].annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return True
+
+
+CONFIG_KEY_MENTION = re.compile(r"`\[([a-z_]+(?:\.[a-z_]+)*)\] ([a-z_]+)")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DOCS.glob("*.md")) + ["../README.md"])
+def test_config_keys_named_in_docs_exist(name):
+    # docs/exit-codes.md once named `[run] fail_on_tool_error`; the key is `[exec] fail_on_tool_error`
+    text = (DOCS / name).read_text()
+    wrong = [
+        f"[{section}] {key}"
+        for section, key in CONFIG_KEY_MENTION.findall(text)
+        if not _settings_key_exists(section, key)
+    ]
+    assert not wrong, f"{name} names config keys that do not exist: {wrong}"

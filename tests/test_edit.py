@@ -185,3 +185,23 @@ async def test_concurrent_edits_of_one_file_lose_nothing(tmp_path):
     results = await asyncio.gather(*calls)
     assert all(not r.is_error for r in results), [r.content for r in results if r.is_error]
     assert outside.read_text() == "".join(f"done {i}\n" for i in range(20))
+
+
+@pytest.mark.parametrize(
+    ("original", "target", "replacement", "expected"),
+    [
+        # an LF file: CRLF in the model's arguments must not leak into it
+        (b"one\ntwo\nthree\n", "one\r\ntwo", "uno\r\ndos", b"uno\ndos\nthree\n"),
+        (b"one\ntwo\nthree\n", "two", "dos\r\nmore", b"one\ndos\nmore\nthree\n"),
+        # a CRLF file: LF arguments are written as CRLF
+        (b"one\r\ntwo\r\nthree\r\n", "two", "dos\nmore", b"one\r\ndos\r\nmore\r\nthree\r\n"),
+        # a file without line breaks keeps the replacement as written
+        (b"single", "single", "a\nb", b"a\nb"),
+    ],
+)
+async def test_the_files_own_line_ending_wins(ctx, tmp_path, original, target, replacement, expected):
+    f = tmp_path / "f.txt"
+    f.write_bytes(original)
+    out = await edit(ctx, "f.txt", target, replacement)
+    assert not out.is_error, out.content
+    assert f.read_bytes() == expected

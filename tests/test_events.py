@@ -79,3 +79,13 @@ def test_any_bytes_decoded_as_tools_do_give_valid_lines(data):
     for text in (data.decode("utf-8", "replace"), os.fsdecode(data)):  # fsdecode keeps lone surrogates
         line = ev.encode_line(ev.Text(delta=text))
         assert json.loads(line.decode("utf-8"))["type"] == "text"
+
+
+def test_zero_and_false_values_are_values_not_absences():
+    # exit_code 0 == False in Python; only the `fuzzy` flag is left out when False
+    finished = ev.ToolFinished(call_id="tool#1", name="execute_command", status="success", summary="ok", exit_code=0)
+    assert finished.to_dict()["exit_code"] == 0
+    assert "fuzzy" not in finished.to_dict()
+    assert "exit_code" not in ev.ToolFinished(call_id="t", name="n", status="success", summary="").to_dict()
+    result = ev.Result(response="", total_tokens=0, errors=[], session_id="s", structured_output=False)
+    assert result.to_dict()["structured_output"] is False

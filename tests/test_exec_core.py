@@ -252,3 +252,21 @@ def test_continuations_are_capped(project):
     script = write_script(project / "s.jsonl", [cut] * 6)
     out = run_inprocess(["--json", "--model", f"replay/{script}", "go"], project)
     assert out.code == 0 and out.events[-1]["response"] == "xxxxx" and out.events[-1]["num_turns"] == 5
+
+
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_text_mode_never_prints_errors_on_stdout(project, quiet):
+    # `mermaid exec "..." > review.md`: a failed run leaves the answer file empty and says why on stderr
+    script = write_script(project / "s.jsonl", [call("list_dir", {"path": "."})])
+    provider = run_inprocess([*quiet, "--model", f"replay/{script}", "go"], project)
+    assert provider.code == 5 and provider.stdout == ""
+    assert "recorded only 1" in provider.stderr
+    limit_script = write_script(
+        project / "l.jsonl", [call("list_dir", {"path": "."}, "c1"), call("list_dir", {"path": "."}, "c2")]
+    )
+    limit = run_inprocess([*quiet, "--max-turns", "1", "--model", f"replay/{limit_script}", "go"], project)
+    assert limit.code == 4 and limit.stdout == ""
+    assert "max turns reached" in limit.stderr
+    config = run_inprocess([*quiet, "-c", "run.nope=1", "--model", f"replay/{script}", "go"], project)
+    assert config.code == 2 and config.stdout == ""
+    assert "run.nope" in config.stderr

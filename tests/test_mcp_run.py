@@ -32,6 +32,9 @@ def test_mcp_tool_called_in_a_run_and_failed_server_reported(project, isolated_e
     assert errors and "broken" in errors[0]["message"] and errors[0]["code"] == "mcp_server"
     finished = [e for e in events if e["type"] == "tool_finished"][0]
     assert finished["status"] == "success" and "echo: hi" in finished["output"]
+    # as docs/mcp.md says: an MCP result is untrusted content, like a fetched page
+    assert events[-1]["untrusted_content"] is True
+    assert "MCP results are untrusted content" in (Path(__file__).parents[1] / "docs/mcp.md").read_text()
 
 
 def test_mcp_prompt_becomes_the_task(project, isolated_env):

@@ -373,3 +373,47 @@ def test_memory_refuses_masked_values(project):
     finished = next(e for e in out.events if e["type"] == "tool_finished")
     assert finished["status"] == "error" and "refused" in finished["output"]
     assert not list((project / ".mermaid").glob("memory/*.md"))
+
+
+def test_hook_context_survives_the_recheck_of_the_rewritten_call(project, isolated_env, tmp_path):
+    # The hook rewrites once (with context); on the second pass over the rewritten call it has
+    # nothing to say. The first pass's context must still reach the model.
+    hook = tmp_path / "once.py"
+    hook.write_text(
+        "import json, sys\n"
+        "call = json.load(sys.stdin)\n"
+        "if call['tool_input']['path'] == 'asked.txt':\n"
+        "    args = dict(call['tool_input'], path='rewritten.txt')\n"
+        "    print(json.dumps({'hookSpecificOutput': {'updatedInput': args},"
+        " 'additionalContext': 'moved to rewritten.txt'}))\n"
+        "else:\n"
+        "    print('{}')\n"
+    )
+    _user_config(isolated_env, f'[[hooks.before_tool_use]]\ncommand = "{sys.executable} {hook}"\n')
+    script = write_script(
+        project / "s.jsonl", [call("write_file", {"path": "asked.txt", "content": "x"}), say("ok")]
+    )
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "write"], project)
+    assert out.code == 0, out.stderr
+    assert (project / "rewritten.txt").exists()
+    finished = next(e for e in out.events if e["type"] == "tool_finished")
+    assert "moved to rewritten.txt" in finished["output"]
+
+
+def test_a_hook_rewrite_into_invalid_arguments_is_a_denial_not_a_crash(project, isolated_env, tmp_path):
+    hook = tmp_path / "bad.py"
+    hook.write_text(
+        "import json, sys\n"
+        "json.load(sys.stdin)\n"
+        "print(json.dumps({'hookSpecificOutput': {'updatedInput': {'path': 42}}}))\n"
+    )
+    _user_config(isolated_env, f'[[hooks.before_tool_use]]\ncommand = "{sys.executable} {hook}"\n')
+    script = write_script(
+        project / "s.jsonl", [call("write_file", {"path": "a.txt", "content": "x"}), say("ok")]
+    )
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "write"], project)
+    assert out.code == 0, out.stderr
+    assert not (project / "a.txt").exists()
+    finished = next(e for e in out.events if e["type"] == "tool_finished")
+    assert finished["status"] == "error" and finished["decision"]["by"] == "hook"
+    assert "invalid arguments" in finished["output"]

@@ -483,3 +483,40 @@ def test_policy_helpers_for_allowed_domains_and_snapshot_reads() -> None:
     assert not call_uses_network("web_fetch", {"snapshot_id": "web-1", "pattern": "x"})
     assert call_uses_network("web_fetch", {"url": "https://a.org"})
     assert call_uses_network("web_search", {"query": "q"})
+
+
+async def test_without_the_readability_stack_html_still_reads_as_text(
+    server: LocalServer, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # lxml 6 moved lxml.html.clean out; justext (under trafilatura) then fails to import
+    monkeypatch.setitem(sys.modules, "trafilatura", None)
+    result = await call(ctx, url=server.url("/article"))
+    assert not result.is_error, result.content
+    text = inner(result)
+    assert "Kelp forests grow fastest in cold" in text
+    assert "[otter study](https://example.org/otters)" in text
+    assert "<script" not in text and "<p>" not in text
+    assert result.metadata["web"]["extraction"] == "stdlib"
+    assert "readability extractor is unavailable" in result.content
+
+
+def test_doctor_reports_a_broken_readability_stack_with_the_fix(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "trafilatura"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        "raise ImportError('lxml.html.clean module is now a separate project lxml_html_clean')\n"
+    )
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(shadow.parent), MERMAID_NO_KEYRING="1")
+    out = subprocess.run(
+        [sys.executable, "-m", "mermaid_cli", "doctor", "--json", "-m", "replay/x.jsonl"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    check = next(c for c in json.loads(out.stdout)["checks"] if c["name"] == "web_fetch")
+    assert check["status"] == "warn"
+    assert "lxml_html_clean" in check["detail"] and "pip install" in check["detail"]

@@ -183,7 +183,7 @@ def _configured_client(cfg: McpServerSettings, redirect_uri: str) -> Any:
         client_id=oauth.client_id,
         client_secret=secret or None,
         token_endpoint_auth_method="client_secret_post" if secret else "none",
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        redirect_uris=[redirect_uri],
         grant_types=["authorization_code", "refresh_token"],
     )
 
@@ -194,7 +194,7 @@ def _client_metadata(cfg: McpServerSettings, redirect_uri: str, has_secret: bool
     scopes = cfg.oauth.scopes if cfg.oauth else []
     return OAuthClientMetadata(
         client_name="Mermaid",
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        redirect_uris=[redirect_uri],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="client_secret_post" if has_secret else "none",
@@ -214,7 +214,7 @@ def _provider_class() -> Any:
         return _PROVIDER_CLASS
     from mcp.client.auth import OAuthClientProvider
 
-    class MermaidOAuth(OAuthClientProvider):  # type: ignore[misc]
+    class MermaidOAuth(OAuthClientProvider):
         login_hint: str | None = None
         #: set for runs: a 401 that a refresh cannot answer fails at once (no discovery, no
         #: client registration, no browser)

@@ -115,8 +115,11 @@ class ActionRequest:
 class HookOpinion(Protocol):
     """What the engine needs from `policy.hooks.HookOutcome`."""
 
-    decision: str | None
-    reason: str | None
+    @property
+    def decision(self) -> str | None: ...
+
+    @property
+    def reason(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -234,11 +237,13 @@ def evaluate(
             and (RANK[risk] >= RANK["shell_mutation"] or cat in ("web", "mcp"))
         ):
             # Text from an untrusted source may be steering the model: the reviewer vets it.
-            reason = (
-                "untrusted content is in the conversation, so the reviewer vets this despite the allow rule"
-            )
             return _finish(
-                out("classify", "rule", reason, rule),
+                out(
+                    "classify",
+                    "rule",
+                    "untrusted content is in the conversation, so the reviewer vets this despite the allow rule",
+                    rule,
+                ),
                 request,
                 hook_asks,
                 interactive,
@@ -325,8 +330,8 @@ def evaluate(
     if verdict == "deny":
         return out("deny", "mode", reason)
     if verdict in ("ask", "classify") and allow_key is not None and allow_key in session_allow:
-        verdict, by, reason = "allow", "user", "approved earlier in this session (don't ask again)"
-        return _finish(out(verdict, by, reason), request, hook_asks, interactive, allow_untrusted, policy)
+        reason = "approved earlier in this session (don't ask again)"
+        return _finish(out("allow", "user", reason), request, hook_asks, interactive, allow_untrusted, policy)
     return _finish(out(verdict, "mode", reason), request, hook_asks, interactive, allow_untrusted, policy)
 
 

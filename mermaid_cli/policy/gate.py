@@ -56,6 +56,7 @@ class PolicyGate:
         arguments = _as_dict(args, call)
         new_args = None
         hook = None
+        contexts: list[str] = []  # every round's additionalContext reaches the model, in order
         for _round in range(MAX_HOOK_ROUNDS + 1):
             request = self._request(tool, arguments)
             early = before_hooks(request, policy, project_root=self.project_root)
@@ -76,13 +77,15 @@ class PolicyGate:
             )
             for warning in hook.warnings:
                 self.note(f"hook: {warning}")
+            if hook.additional_context:
+                contexts.append(hook.additional_context)
             if hook.decision == "deny" or hook.updated_input is None or hook.updated_input == arguments:
                 break
             try:  # the rewritten call must still fit the tool, and goes through the gate again
                 new_args = tool.Args.model_validate(hook.updated_input)
             except Exception as exc:  # noqa: BLE001
                 return GateResult(
-                    Decision(
+                    decision=Decision(
                         verdict="deny",
                         by="hook",
                         reason=f"hook rewrote the call into invalid arguments: {exc}",
@@ -117,7 +120,7 @@ class PolicyGate:
                     self.allowed_outside.add(
                         os.path.realpath(os.path.join(self.project_root, os.path.expanduser(ref.path)))
                     )
-            context = hook.additional_context if hook is not None else None
+            context = "\n\n".join(contexts) or None
             return GateResult(decision=outcome.decision(), args=new_args, context=context)
         return self._deny(outcome, request)
 

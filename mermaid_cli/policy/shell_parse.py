@@ -254,7 +254,7 @@ class _Parser:
     def _read_dquoted(self, depth: int, cmd: _Cmd, terminator: str, word: _Word | None) -> tuple[str, bool]:
         """Text up to `terminator` with double-quote rules: `\\` escapes, expansions and
         substitutions are live (and parsed); returns (text, closed)."""
-        s, out = self.s, []
+        s, out = self.s, list[str]()
         while self.i < self.n:
             c = s[self.i]
             if c == terminator:

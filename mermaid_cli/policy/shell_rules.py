@@ -7,7 +7,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from mermaid_cli.policy.shell_parse import _Cmd
 
@@ -46,7 +46,7 @@ MUTATION: Risk = "shell_mutation"
 
 
 def worst(*risks: str) -> Risk:
-    return max(risks, key=lambda r: RANK[r])  # type: ignore[return-value]
+    return cast(Risk, max(risks, key=lambda r: RANK[r]))
 
 
 READ_ONLY = frozenset(
@@ -427,7 +427,8 @@ def _brace_expand(argv: list[str], limit: int = 64) -> list[str] | None:
         return None
     out: list[str] = []
     for w in argv:
-        todo, done = [w], []
+        todo: list[str] = [w]
+        done: list[str] = []
         while todo and len(done) + len(todo) <= limit:
             cur = todo.pop(0)
             m = _BRACE.search(cur)

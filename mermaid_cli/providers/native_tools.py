@@ -147,7 +147,8 @@ def rewrite_openai_apply_patch(item: dict[str, Any]) -> ToolCallBlock:
     """Our `apply_patch` call for an `apply_patch_call` output item (the item kept as native)."""
     call_id = str(item.get("call_id") or item.get("id") or "")
     native = {"provider": "openai", "item": item}
-    op = item.get("operation") if isinstance(item.get("operation"), dict) else {}
+    operation = item.get("operation")
+    op: dict[str, Any] = operation if isinstance(operation, dict) else {}
     kind, path, diff = op.get("type"), op.get("path"), op.get("diff", "")
     if not isinstance(path, str) or not isinstance(diff, str):
         return ToolCallBlock(

@@ -40,7 +40,7 @@ class ToolContext:
     emit: Callable[[Any], None] = lambda _event: None
     #: a person is at a TTY and may be asked (never true in CI)
     interactive: bool = False
-    checkpoint: Callable[[list[Path], str], None] | None = None
+    checkpoint: Callable[[list[Path], str], object] | None = None
     child_env: dict[str, str] | None = None
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)

@@ -30,16 +30,36 @@ class EditFileArgs(ToolArgs):
     allow_multiple: bool = Field(default=False, description="Replace every occurrence.")
 
 
+def line_ending(content: str) -> str | None:
+    """The file's line ending when it has exactly one kind ("\r\n" or "\n"); None when it has no
+    line breaks or mixes both."""
+    crlf = content.count("\r\n")
+    bare_lf = content.count("\n") - crlf
+    if crlf and not bare_lf:
+        return "\r\n"
+    if bare_lf and not crlf:
+        return "\n"
+    return None
+
+
+def with_ending(text: str, ending: str | None) -> str:
+    """`text` with every line break written as `ending` (unchanged when `ending` is None)."""
+    if ending is None:
+        return text
+    lf = text.replace("\r\n", "\n")
+    return lf if ending == "\n" else lf.replace("\n", "\r\n")
+
+
 def locate(content: str, target: str, replacement: str) -> tuple[TextMatch, str]:
-    """The match and the replacement to splice in (line endings adapted to a CRLF file)."""
-    found = find_text(content, target)
-    if found.spans and not found.fuzzy:
-        return found, replacement
-    if "\r\n" in content and "\n" in target and "\r\n" not in target:
-        crlf = find_text(content, target.replace("\n", "\r\n"))
-        if crlf.spans and not crlf.fuzzy:
-            return crlf, replacement.replace("\r\n", "\n").replace("\n", "\r\n")
-    return found, replacement
+    """The match and the replacement to splice in. The file's own line ending wins: a target or
+    replacement written with the other ending is adapted to it (a mixed file is matched as is)."""
+    ending = line_ending(content)
+    adapted = with_ending(target, ending)
+    if adapted != target:
+        found = find_text(content, adapted)
+        if found.spans and not found.fuzzy:
+            return found, with_ending(replacement, ending)
+    return find_text(content, target), with_ending(replacement, ending)
 
 
 class EditFile(Tool):

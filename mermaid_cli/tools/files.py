@@ -8,6 +8,7 @@ read and write, so concurrent calls in one event loop cannot interleave on the s
 from __future__ import annotations
 
 import base64
+import io
 import os
 import stat
 from collections.abc import Iterator
@@ -114,7 +115,7 @@ class ReadFile(Tool):
                 return self._list_dir(fd, resolved)
             if not stat.S_ISREG(st.st_mode):
                 return ToolResult.error(f"{resolved.display} is not a regular file")
-            fh = os.fdopen(fd, "rb", buffering=1 << 16)
+            fh = io.BufferedReader(io.FileIO(fd, "rb", closefd=True), buffer_size=1 << 16)
             fd = -1  # owned by fh now
             with fh:
                 return self._read(fh, st.st_size, resolved, args)
@@ -141,7 +142,7 @@ class ReadFile(Tool):
             summary=f"Listed {resolved.display} ({total} entries)",
         )
 
-    def _read(self, fh: BinaryIO, size: int, resolved: ResolvedPath, args: ReadFileArgs) -> ToolResult:
+    def _read(self, fh: io.BufferedReader[io.FileIO], size: int, resolved: ResolvedPath, args: ReadFileArgs) -> ToolResult:
         head = fh.peek(BINARY_SNIFF_BYTES)[:BINARY_SNIFF_BYTES]
         media = image_type(head)
         if media is not None:

@@ -100,7 +100,7 @@ def find_text(content: str, target: str) -> TextMatch:
 def _exact_spans(content: str, target: str) -> list[tuple[int, int]]:
     if not target:
         return []
-    spans = []
+    spans: list[tuple[int, int]] = []
     pos = content.find(target)
     while pos >= 0 and len(spans) < MAX_SPANS:
         spans.append((pos, pos + len(target)))

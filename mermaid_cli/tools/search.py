@@ -262,12 +262,14 @@ class Grep(Tool):
         except re.error as exc:
             return ToolResult.error(f"bad regular expression {args.pattern!r}: {exc}")
         rg = None if ctx.state.get("grep_backend") == "python" else shutil.which("rg")
-        got = None
+        got: tuple[list[Hit], bool] | None = None
         if rg:
-            got = await rg_grep(rg, root, args.pattern, include, args.ignore_case)
-            if isinstance(got, str):
+            answer = await rg_grep(rg, root, args.pattern, include, args.ignore_case)
+            if isinstance(answer, str):
                 # e.g. a look-around rg's regex engine lacks: Python's walker can still answer
-                rg, got = None, None
+                rg = None
+            else:
+                got = answer
         if got is not None:
             hits, stopped = got
         else:

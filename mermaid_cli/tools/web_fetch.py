@@ -195,6 +195,11 @@ def _view(
             summary = f"Fetched {snap.url} as {snap.id} (HTTP {status}, {view.total} lines)"
         else:
             summary = f"Read {snap.id} lines {view.first}-{view.last} of {view.total}"
+    if snap.extraction == "stdlib":
+        tail += (
+            "\n[note: the readability extractor is unavailable here, so this is the whole page as plain "
+            "text, navigation included; `mermaid doctor` says why]"
+        )
     content = f"{head}\n{untrusted_block(snap.url, body)}{tail}"
     details = web_details(
         backend="native",

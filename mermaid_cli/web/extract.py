@@ -21,7 +21,7 @@ from dataclasses import dataclass
 class Rendered:
     text: str
     media_type: str
-    extraction: str  # trafilatura | html2txt | raw | json | xml | text | summary
+    extraction: str  # trafilatura | html2txt | stdlib | raw | json | xml | text | summary
     charset: str | None = None
     binary: bool = False
 
@@ -155,31 +155,110 @@ def render(body: bytes, content_type: str | None, *, url: str = "", raw: bool = 
     return Rendered(text=text, media_type=media_type, extraction="text", charset=used)
 
 
-def extract_html(page: str, url: str = "") -> tuple[str, str]:
-    """Main content of an HTML page as Markdown-ish text, with the page title on top."""
-    import trafilatura  # slow import: only when a page is actually fetched
-
-    title = _title(page)
+def readability_status() -> str | None:
+    """None when the readability stack (trafilatura and what it imports) loads; otherwise why not,
+    with the fix. `web_fetch` still works without it, with plain-text extraction."""
     try:
-        content = trafilatura.extract(
-            page,
-            url=url or None,
-            output_format="markdown",
-            include_links=True,
-            include_tables=True,
-            include_comments=False,
-            favor_recall=True,
+        import trafilatura  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - an upstream packaging change shows up as any error
+        return (
+            f"trafilatura cannot be imported ({type(exc).__name__}: {exc}); HTML pages are reduced to "
+            "plain text without main-content extraction. Fix: pip install --upgrade trafilatura lxml_html_clean"
         )
-    except Exception:  # noqa: BLE001 - a page that breaks the extractor still gets plain text
-        content = None
-    how = "trafilatura"
-    if not content or not content.strip():
-        content = trafilatura.html2txt(page) or ""
-        how = "html2txt"
+    return None
+
+
+def extract_html(page: str, url: str = "") -> tuple[str, str]:
+    """Main content of an HTML page as Markdown-ish text, with the page title on top.
+
+    The extraction used is returned too: `trafilatura` (main content), `html2txt` (trafilatura's
+    whole-page text, when it found no main content) or `stdlib` (the readability stack cannot be
+    imported: the whole page as text, links kept, scripts and styles dropped)."""
+    title = _title(page)
+    content: str | None = None
+    try:
+        import trafilatura  # slow import: only when a page is actually fetched
+    except Exception:  # noqa: BLE001 - see readability_status(); the page still gets plain text
+        content, how = html_to_text(page), "stdlib"
+    else:
+        try:
+            content = trafilatura.extract(
+                page,
+                url=url or None,
+                output_format="markdown",
+                include_links=True,
+                include_tables=True,
+                include_comments=False,
+                favor_recall=True,
+            )
+        except Exception:  # noqa: BLE001 - a page that breaks the extractor still gets plain text
+            content = None
+        how = "trafilatura"
+        if not content or not content.strip():
+            content = trafilatura.html2txt(page) or ""
+            how = "html2txt"
     content = content.strip() or "(the page has no readable text; try raw: true)"
     if title and title not in content[:500]:
         content = f"Title: {title}\n\n{content}"
     return content, how
+
+
+_SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head", "iframe"})
+_BLOCK_TAGS = frozenset(
+    {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "br", "hr", "li",
+     "ul", "ol", "table", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "form"}
+)
+
+
+def html_to_text(page: str) -> str:
+    """The text of an HTML page with the standard library only: blocks become lines, headings
+    `#`-prefixed, links `[text](href)`; scripts, styles and templates dropped."""
+    from html.parser import HTMLParser
+
+    class _Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.parts: list[str] = []
+            self.skip = 0
+            self.href: str | None = None
+            self.link_text: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag in _SKIP_TAGS:
+                self.skip += 1
+            elif tag in _BLOCK_TAGS:
+                self.parts.append("\n")
+                if tag[0] == "h" and tag[1:].isdigit():
+                    self.parts.append("#" * int(tag[1:]) + " ")
+                elif tag == "li":
+                    self.parts.append("- ")
+            elif tag == "a":
+                self.href = dict(attrs).get("href")
+                self.link_text = []
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in _SKIP_TAGS:
+                self.skip = max(0, self.skip - 1)
+            elif tag in _BLOCK_TAGS:
+                self.parts.append("\n")
+            elif tag == "a" and self.href is not None:
+                text = " ".join("".join(self.link_text).split())
+                self.parts.append(f"[{text}]({self.href})" if text else "")
+                self.href = None
+
+        def handle_data(self, data: str) -> None:
+            if self.skip:
+                return
+            (self.link_text if self.href is not None else self.parts).append(data)
+
+    parser = _Text()
+    try:
+        parser.feed(page)
+        parser.close()
+    except Exception:  # noqa: BLE001 - malformed markup: keep what was read
+        pass
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 def _title(page: str) -> str:

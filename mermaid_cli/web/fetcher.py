@@ -51,13 +51,9 @@ class Fetched:
 
 
 def user_agent() -> str:
-    try:
-        from importlib.metadata import version
+    from mermaid_cli import __version__
 
-        ver = version("mermaid-cli")
-    except Exception:  # noqa: BLE001 - running from a source tree without metadata
-        ver = "0"
-    return f"Mermaid/{ver} (+https://github.com/mermaid-cli; coding agent web_fetch)"
+    return f"Mermaid/{__version__} (coding agent web_fetch)"
 
 
 async def fetch(

@@ -28,7 +28,8 @@ class SearchFailed(Exception):
 
 
 class SearchBackend(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def search(self, client: Any, query: str, max_results: int) -> list[SearchHit]: ...
 
