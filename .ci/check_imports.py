@@ -28,7 +28,7 @@ for module, used_for in MODULES.items():
     except Exception as exc:  # noqa: BLE001 - any failure is the finding
         failed.append(f"ci: cannot import {module} ({used_for}): {type(exc).__name__}: {exc}")
 
-from mermaid_cli.web.extract import readability_status  # noqa: E402
+from mermaid_cli.integrations.web.extract import readability_status  # noqa: E402
 
 problem = readability_status()
 if problem:

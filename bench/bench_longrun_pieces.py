@@ -10,12 +10,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from mermaid_cli.compaction import apply_compaction, build_summary_request, should_compact
-from mermaid_cli.prompts import build_system_prompt
+from mermaid_cli.agent.compaction import apply_compaction, build_summary_request, should_compact
+from mermaid_cli.core.types import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from mermaid_cli.run.prompt import build_system_prompt
 from mermaid_cli.tools.base import ToolContext
 from mermaid_cli.tools.context import ArchivedMessage, ContextArchive, ContextArchiveArgs
 from mermaid_cli.tools.memory import MemoryStore, memory_index
-from mermaid_cli.types import Message, TextBlock, ToolCallBlock, ToolResultBlock
 
 TURNS = 300
 OUTPUT = "x" * 4000 + "\n"

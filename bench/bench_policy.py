@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from mermaid_cli.policy.shell import classify_command
-from mermaid_cli.redact import Redactor
+from mermaid_cli.policy.shell.classifier import classify_command
+from mermaid_cli.security.redact import Redactor
 
 
 def main() -> None:

@@ -68,7 +68,7 @@ def tool_specs() -> list[Any]:
 
 
 def system_prompt(names: list[str]) -> str:
-    from mermaid_cli.prompts import build_system_prompt
+    from mermaid_cli.run.prompt import build_system_prompt
 
     return build_system_prompt(
         tools=names,
@@ -109,8 +109,8 @@ def wait_for_first_request(log_path: Path, since: float) -> float:
 async def run_once(
     api: str, url: str, log_path: Path, specs: list[Any], system: str, native: bool
 ) -> dict[str, float]:
+    from mermaid_cli.core.types import Message, ToolResultBlock, TurnRequest
     from mermaid_cli.providers.base import NullSink
-    from mermaid_cli.types import Message, ToolResultBlock, TurnRequest
 
     start = time.perf_counter()
     if api == "anthropic":

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mermaid_cli.checkpoint_commands import checkpoints_command, restore_command
-from mermaid_cli.checkpoints import CheckpointNotFound, CheckpointStore, default_data_dir
+from mermaid_cli.cli.checkpoints import checkpoints_command, restore_command
+from mermaid_cli.store.checkpoints import CheckpointNotFound, CheckpointStore, default_data_dir
 from mermaid_cli.tools.apply_patch import ApplyPatch
 from mermaid_cli.tools.base import ToolContext
 from mermaid_cli.tools.edit import EditFile

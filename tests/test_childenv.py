@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mermaid_cli.childenv import is_secret_name, scrubbed_env
+from mermaid_cli.security.childenv import is_secret_name, scrubbed_env
 
 BASE = {
     "PATH": "/usr/bin:/bin",

@@ -12,7 +12,7 @@ from conftest import FIXTURES, call, run_inprocess, run_mermaid, say, write_scri
 def test_help_and_version_import_no_heavy_modules(project):
     probe = (
         "import sys\n"
-        "from mermaid_cli.cli import cli\n"
+        "from mermaid_cli.cli.main import cli\n"
         "for argv in (['--version'], ['exec', '--help'], ['--help']):\n"
         "    try:\n"
         "        cli.main(argv, prog_name='mermaid', standalone_mode=False)\n"

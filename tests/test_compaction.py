@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from mermaid_cli.compaction import (
+from mermaid_cli.agent.compaction import (
     CHECKPOINT_HEADER,
     SUMMARY_PROMPT,
     apply_compaction,
@@ -15,9 +15,9 @@ from mermaid_cli.compaction import (
     is_context_too_long_error,
     should_compact,
 )
-from mermaid_cli.errors import ContextTooLong, ProviderError
-from mermaid_cli.settings.longrun import CompactionSection, MemorySection
-from mermaid_cli.types import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from mermaid_cli.config.sections.longrun import CompactionSection, MemorySection
+from mermaid_cli.core.errors import ContextTooLong, ProviderError
+from mermaid_cli.core.types import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
 
 def assistant(text: str = "", *calls: tuple[str, str]) -> Message:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mermaid_cli.config import effective_items, load_settings, parse_override
-from mermaid_cli.errors import ConfigError
+from mermaid_cli.config.loader import effective_items, load_settings, parse_override
+from mermaid_cli.core.errors import ConfigError
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from mermaid_cli.core.types import ToolCallBlock, ToolResult
 from mermaid_cli.tools.ask_user import AskUserQuestion
 from mermaid_cli.tools.base import ToolContext, ToolRegistry
 from mermaid_cli.tools.catalog_longrun import longrun_tools
 from mermaid_cli.tools.context import PAGE_CHARS, ArchivedMessage, CompactContext, ContextArchive
-from mermaid_cli.types import ToolCallBlock, ToolResult
 
 REGISTRY = ToolRegistry([ContextArchive(), CompactContext()])
 
@@ -157,8 +157,8 @@ def test_catalog():
 async def test_two_compactions_and_the_answer_is_still_in_the_archive(tmp_path):
     """The pieces together, as the loop and session store will use them: a run crosses the threshold
     twice; a fact seen early is gone from the live history but context_archive finds it."""
-    from mermaid_cli.compaction import apply_compaction, build_summary_request, should_compact
-    from mermaid_cli.types import Message, TextBlock, ToolResultBlock
+    from mermaid_cli.agent.compaction import apply_compaction, build_summary_request, should_compact
+    from mermaid_cli.core.types import Message, TextBlock, ToolResultBlock
 
     log: list[ArchivedMessage] = []
     live: list[Message] = []

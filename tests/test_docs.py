@@ -19,15 +19,15 @@ from click.testing import CliRunner
 from conftest import ROOT, run_mermaid, say, write_script
 from pydantic import BaseModel
 
-from mermaid_cli.cli import cli
-from mermaid_cli.config import Settings
-from mermaid_cli.mcp.tools import ListMcpResources, ReadMcpResource, ToolSearch
+from mermaid_cli.cli.main import cli
+from mermaid_cli.config.loader import Settings
+from mermaid_cli.config.sections.mcp import McpOAuthSettings, McpServerSettings
+from mermaid_cli.config.sections.safety import Override
+from mermaid_cli.integrations.mcp.tools import ListMcpResources, ReadMcpResource, ToolSearch
 from mermaid_cli.policy import list_presets
 from mermaid_cli.policy.hooks import HookSpec
-from mermaid_cli.policy.shell import classify_command
-from mermaid_cli.prompts import build_system_prompt, safety_facts
-from mermaid_cli.settings.mcp import McpOAuthSettings, McpServerSettings
-from mermaid_cli.settings.safety import Override
+from mermaid_cli.policy.shell.classifier import classify_command
+from mermaid_cli.run.prompt import build_system_prompt, safety_facts
 from mermaid_cli.tools.base import Tool
 from mermaid_cli.tools.catalog_files import file_tools
 from mermaid_cli.tools.catalog_longrun import longrun_tools
@@ -264,9 +264,9 @@ def test_risk_examples_match_the_classifier():
 
 def test_anchored_allow_example_holds(tmp_path):
     """The `allow git` table: only single simple commands whose program is git match."""
+    from mermaid_cli.config.sections.safety import SafetySettings
     from mermaid_cli.policy.engine import evaluate
     from mermaid_cli.policy.requests import request_for_call
-    from mermaid_cli.settings.safety import SafetySettings
 
     policy = SafetySettings(overrides=[Override(tool="execute_command", pattern="git", decision="allow")])
 
@@ -435,7 +435,7 @@ def test_safety_sentence_table_matches_prompts(mode):
 
 
 def test_instruction_cap_and_files_match_the_code():
-    from mermaid_cli.instructions import MAX_INSTRUCTION_BYTES, PROJECT_FILES, TRUNCATED_MARKER
+    from mermaid_cli.run.instructions import MAX_INSTRUCTION_BYTES, PROJECT_FILES, TRUNCATED_MARKER
     from mermaid_cli.tools.memory import INDEX_TRUNCATED
 
     text = page("system-prompt.md")

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mermaid_cli import events as ev
+from mermaid_cli.core import events as ev
 
 GOLDEN = [
     '{"type":"text","delta":"hello"}',
@@ -56,7 +56,7 @@ def test_optional_fields_are_omitted_unless_set():
 def test_schema_file_is_fresh():
     path = Path(__file__).resolve().parents[1] / "docs" / "events.schema.json"
     assert json.loads(path.read_text()) == ev.json_schema(), (
-        "regenerate: python -m mermaid_cli.events > docs/events.schema.json"
+        "regenerate: python -m mermaid_cli.core.events > docs/events.schema.json"
     )
 
 

@@ -166,7 +166,7 @@ def test_resume_and_continue_append_to_the_session(project):
     assert second.code == 0 and second.events[0]["session_id"] == sid
     third = run_inprocess(["--json", "--resume", sid, "--model", f"replay/{s2}", "three"], project)
     assert third.events[-1]["session_id"] == sid
-    from mermaid_cli.session import load_session
+    from mermaid_cli.store.sessions import load_session
 
     data = load_session(project, sid)
     assert [m.text for m in data.messages] == [
@@ -185,7 +185,7 @@ def test_session_with_a_torn_last_line_still_loads(project):
     path = project / ".mermaid/conversations" / f"{sid}.jsonl"
     with path.open("a") as fh:
         fh.write('{"v":1,"seq":99,"kind":"message","index":2,"mess')  # crash mid-write
-    from mermaid_cli.session import load_session
+    from mermaid_cli.store.sessions import load_session
 
     data = load_session(project, sid)
     assert [m.text for m in data.messages] == ["one", "answer"]
@@ -198,8 +198,8 @@ def test_session_with_a_torn_last_line_still_loads(project):
 
 
 def test_resume_after_crash_mid_tool_call_repairs_history(project):
-    from mermaid_cli.agent import repair_history
-    from mermaid_cli.types import Message, ToolCallBlock, ToolResultBlock
+    from mermaid_cli.agent.loop import repair_history
+    from mermaid_cli.core.types import Message, ToolCallBlock, ToolResultBlock
 
     msgs = [
         Message.user_text("go"),

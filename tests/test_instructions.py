@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mermaid_cli.instructions import TRUNCATED_MARKER, cap_utf8, load_project_instructions
+from mermaid_cli.run.instructions import TRUNCATED_MARKER, cap_utf8, load_project_instructions
 
 
 @pytest.fixture

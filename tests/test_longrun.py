@@ -6,7 +6,7 @@ import json
 
 from conftest import call, run_inprocess, say, write_script
 
-from mermaid_cli.session import load_session
+from mermaid_cli.store.sessions import load_session
 
 
 def _session_lines(project, sid):
@@ -121,10 +121,10 @@ def test_context_too_long_compacts_and_retries(project):
     # with a provider that rejects the first request as too long, as real APIs do.
     import asyncio
 
-    from mermaid_cli.agent import Agent, CompactionPolicy
-    from mermaid_cli.errors import ContextTooLong
+    from mermaid_cli.agent.loop import Agent, CompactionPolicy
+    from mermaid_cli.core.errors import ContextTooLong
+    from mermaid_cli.core.types import Message, ModelTurn, TextBlock, ToolCallBlock, ToolResultBlock
     from mermaid_cli.tools.base import ToolContext, ToolRegistry
-    from mermaid_cli.types import Message, ModelTurn, TextBlock, ToolCallBlock, ToolResultBlock
 
     class TooLongOnce:
         model_id = "test/too-long"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mermaid_cli.mcp.commands import mcp_group, user_config_path
+from mermaid_cli.cli.mcp import mcp_group, user_config_path
 from tests.mcp_helpers import PY, SERVERS, start_http, stop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +109,7 @@ def test_login_logout_through_the_cli(tmp_path: Path) -> None:
             "MERMAID_TEST_KEYRING_FILE": str(tmp_path / "keyring.json"),
             "PYTHONPATH": str(ROOT),
         }
-        cli = [PY, "-c", "from mermaid_cli.mcp.commands import mcp_group; mcp_group()"]
+        cli = [PY, "-c", "from mermaid_cli.cli.mcp import mcp_group; mcp_group()"]
 
         def run(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mermaid_cli.mcp.manager import McpManager
-from mermaid_cli.mcp.prompts import fetch_prompt
-from mermaid_cli.settings.mcp import McpServerSettings
+from mermaid_cli.config.sections.mcp import McpServerSettings
+from mermaid_cli.integrations.mcp.manager import McpManager
+from mermaid_cli.integrations.mcp.prompts import fetch_prompt
 from mermaid_cli.tools.base import ToolContext
 
 pytestmark = pytest.mark.skipif(shutil.which("npx") is None, reason="npx is not installed")

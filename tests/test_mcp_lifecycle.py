@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mermaid_cli.mcp.manager import McpManager
-from mermaid_cli.settings.mcp import McpServerSettings
+from mermaid_cli.config.sections.mcp import McpServerSettings
+from mermaid_cli.integrations.mcp.manager import McpManager
 from mermaid_cli.tools.base import ToolContext
 from tests.mcp_helpers import alive, read_pid, server_args
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mermaid_cli.errors import UsageError
-from mermaid_cli.mcp.manager import McpManager
-from mermaid_cli.mcp.prompts import fetch_prompt
-from mermaid_cli.settings.mcp import McpServerSettings
+from mermaid_cli.config.sections.mcp import McpServerSettings
+from mermaid_cli.core.errors import UsageError
+from mermaid_cli.integrations.mcp.manager import McpManager
+from mermaid_cli.integrations.mcp.prompts import fetch_prompt
 from mermaid_cli.tools.base import ToolContext
 from tests.mcp_helpers import alive, read_pid, server_args
 

@@ -56,7 +56,7 @@ def test_mcp_prompt_becomes_the_task(project, isolated_env):
         ["exec", "--json", "--model", "replay/s.jsonl", "--mcp-prompt", "rich/review", "src/a.py"], project
     )
     assert ok.code == 0, ok.stderr
-    from mermaid_cli.session import load_session
+    from mermaid_cli.store.sessions import load_session
 
     data = load_session(project, ok.events[0]["session_id"])
     assert data.messages[0].text == "Review src/a.py looking for bugs."

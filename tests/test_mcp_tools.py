@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mermaid_cli.mcp.tools import (
+from mermaid_cli.integrations.mcp.tools import (
     McpToolAdapter,
     call_result_to_tool_result,
     convert_resource_contents,
@@ -157,8 +157,8 @@ def test_modules_do_not_import_the_sdk() -> None:
     import sys
 
     code = (
-        "import sys, mermaid_cli.mcp, mermaid_cli.mcp.manager, mermaid_cli.mcp.tools, mermaid_cli.mcp.prompts, "
-        "mermaid_cli.mcp.commands, mermaid_cli.mcp.oauth, mermaid_cli.settings.mcp\n"
+        "import sys, mermaid_cli.integrations.mcp, mermaid_cli.integrations.mcp.manager, mermaid_cli.integrations.mcp.tools, mermaid_cli.integrations.mcp.prompts, "
+        "mermaid_cli.cli.mcp, mermaid_cli.integrations.mcp.oauth, mermaid_cli.config.sections.mcp\n"
         "bad = [m for m in ('mcp', 'mcp_types', 'httpx', 'httpx2', 'keyring', 'anyio') if m in sys.modules]\n"
         "print(bad)"
     )

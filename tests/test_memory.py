@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mermaid_cli.core.types import ToolCallBlock, ToolResult
 from mermaid_cli.tools.base import ToolContext, ToolRegistry
 from mermaid_cli.tools.memory import (
     INDEX_TRUNCATED,
@@ -19,7 +20,6 @@ from mermaid_cli.tools.memory import (
     memory_index,
     parse_fact,
 )
-from mermaid_cli.types import ToolCallBlock, ToolResult
 
 
 @pytest.fixture

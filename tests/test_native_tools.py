@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mermaid_cli.core.types import ToolCallBlock, ToolSpec
 from mermaid_cli.providers import native_tools as nt
 from mermaid_cli.tools.base import ToolContext
-from mermaid_cli.types import ToolCallBlock, ToolSpec
 
 
 def _tool(module: str, cls: str):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mermaid_cli.web.netguard import (
+from mermaid_cli.integrations.web.netguard import (
     FetchRefused,
     Target,
     address_refusal,

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from mermaid_cli.errors import ConfigError
+from mermaid_cli.config.sections.safety import Override, SafetySettings, policy_digest
+from mermaid_cli.core.errors import ConfigError
 from mermaid_cli.policy import list_presets, load_preset, preset_description
 from mermaid_cli.policy.engine import (
     ActionRequest,
@@ -19,8 +20,7 @@ from mermaid_cli.policy.engine import (
     evaluate,
     resolve_review,
 )
-from mermaid_cli.policy.shell import classify_command
-from mermaid_cli.settings.safety import Override, SafetySettings, policy_digest
+from mermaid_cli.policy.shell.classifier import classify_command
 
 ROOT = Path("/work/proj")
 HOME = Path("/home/dev")

@@ -317,7 +317,7 @@ def test_background_commands_are_processes_and_memory_search_is_a_read(project):
 
 
 def test_project_config_cannot_lower_floors_or_pass_secrets(project, isolated_env):
-    from mermaid_cli.config import load_settings
+    from mermaid_cli.config.loader import load_settings
 
     (project / ".mermaid").mkdir()
     (project / ".mermaid/config.toml").write_text(

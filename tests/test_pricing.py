@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mermaid_cli.pricing import Price, cost_usd, price_for
-from mermaid_cli.settings.providers import PriceSettings
-from mermaid_cli.types import Usage
+from mermaid_cli.config.sections.providers import PriceSettings
+from mermaid_cli.core.types import Usage
+from mermaid_cli.providers.pricing import Price, cost_usd, price_for
 
 
 def test_known_models_and_dated_snapshots() -> None:
@@ -66,7 +66,7 @@ def test_cost_adds_every_component() -> None:
 
 def test_price_file_is_well_formed() -> None:
     data = json.loads(
-        (Path(__file__).resolve().parents[1] / "mermaid_cli" / "data" / "prices.json").read_text()
+        (Path(__file__).resolve().parents[1] / "mermaid_cli" / "providers" / "data" / "prices.json").read_text()
     )
     for key, value in data.items():
         if key.startswith("_"):

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import ToolContext
 from mermaid_cli.tools.catalog_shell import shell_tools
 from mermaid_cli.tools.processes import READ_BYTES, BackgroundProcess, BackgroundProcessArgs, registry_for
 from mermaid_cli.tools.shell import ExecuteCommand, ExecuteCommandArgs
-from mermaid_cli.types import ToolResult
 
 NO_HANG_SECS = 20
 

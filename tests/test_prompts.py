@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mermaid_cli.prompts import build_system_prompt
+from mermaid_cli.run.prompt import build_system_prompt
 
 TOOLS = [
     "read_file",

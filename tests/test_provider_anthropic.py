@@ -15,9 +15,7 @@ from provider_fixtures import (
     validate_anthropic_request,
 )
 
-from mermaid_cli.providers.anthropic import AnthropicProvider
-from mermaid_cli.providers.http import split_last_item
-from mermaid_cli.types import (
+from mermaid_cli.core.types import (
     ImageData,
     Message,
     ModelTurn,
@@ -28,6 +26,8 @@ from mermaid_cli.types import (
     ToolSpec,
     TurnRequest,
 )
+from mermaid_cli.providers.anthropic import AnthropicProvider
+from mermaid_cli.providers.http import split_last_item
 
 
 def spec(name: str) -> ToolSpec:

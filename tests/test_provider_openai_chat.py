@@ -13,9 +13,7 @@ from provider_fixtures import (
     validate_chat_request,
 )
 
-from mermaid_cli.providers.http import Endpoint, split_last_item
-from mermaid_cli.providers.openai_chat import OpenAIChatProvider
-from mermaid_cli.types import (
+from mermaid_cli.core.types import (
     ImageData,
     Message,
     ReasoningBlock,
@@ -25,6 +23,8 @@ from mermaid_cli.types import (
     ToolSpec,
     TurnRequest,
 )
+from mermaid_cli.providers.http import Endpoint, split_last_item
+from mermaid_cli.providers.openai_chat import OpenAIChatProvider
 
 TOOLS = (
     ToolSpec(

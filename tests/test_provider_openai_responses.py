@@ -13,9 +13,7 @@ from provider_fixtures import (
     validate_responses_request,
 )
 
-from mermaid_cli.providers.http import split_last_item
-from mermaid_cli.providers.openai_responses import OpenAIResponsesProvider
-from mermaid_cli.types import (
+from mermaid_cli.core.types import (
     ImageBlock,
     ImageData,
     Message,
@@ -25,6 +23,8 @@ from mermaid_cli.types import (
     ToolSpec,
     TurnRequest,
 )
+from mermaid_cli.providers.http import split_last_item
+from mermaid_cli.providers.openai_responses import OpenAIResponsesProvider
 
 
 def spec(name: str) -> ToolSpec:

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from provider_fixtures import FAKE_KEY, FakeProviderServer, RecordingSink, call, endpoint, fault, text, turn
 
-from mermaid_cli.errors import ContextTooLong, ProviderError
+from mermaid_cli.core.errors import ContextTooLong, ProviderError
+from mermaid_cli.core.types import Message, TextBlock, ToolCallBlock, TurnRequest
 from mermaid_cli.providers.anthropic import AnthropicProvider
 from mermaid_cli.providers.http import Endpoint, backoff_delay, iter_sse
 from mermaid_cli.providers.openai_chat import OpenAIChatProvider
 from mermaid_cli.providers.openai_responses import OpenAIResponsesProvider
-from mermaid_cli.types import Message, TextBlock, ToolCallBlock, TurnRequest
 
 KINDS = {"anthropic": AnthropicProvider, "openai": OpenAIResponsesProvider, "groq": OpenAIChatProvider}
 REQUEST = TurnRequest(system="s", messages=(Message.user_text("hi"),))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mermaid_cli.redact import PLACEHOLDER, Redactor
+from mermaid_cli.security.redact import PLACEHOLDER, Redactor
 
 
 def test_known_values_are_replaced() -> None:

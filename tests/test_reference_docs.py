@@ -11,15 +11,15 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def test_configuration_reference_is_fresh():
-    from mermaid_cli.config_docs import render
+    from mermaid_cli.config.docs import render
 
     assert (DOCS / "configuration.md").read_text() == render(), (
-        "regenerate: python -m mermaid_cli.config_docs > docs/configuration.md"
+        "regenerate: python -m mermaid_cli.config.docs > docs/configuration.md"
     )
 
 
 def test_every_settings_key_is_documented():
-    from mermaid_cli.config import effective_items, load_settings
+    from mermaid_cli.config.loader import effective_items, load_settings
 
     text = (DOCS / "configuration.md").read_text()
     loaded = load_settings(project_root=Path("/nonexistent"))

@@ -10,15 +10,15 @@ from click.testing import CliRunner
 from keyring.backend import KeyringBackend
 from provider_fixtures import FAKE_KEY, FakeProviderServer, RecordingSink, text, turn
 
-from mermaid_cli import keys
-from mermaid_cli.errors import ConfigError, ProviderError, UsageError
-from mermaid_cli.provider_commands import login_command, logout_command
+from mermaid_cli.cli.providers import login_command, logout_command
+from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
+from mermaid_cli.core.errors import ConfigError, ProviderError, UsageError
+from mermaid_cli.core.types import Message, TurnRequest
 from mermaid_cli.providers.anthropic import AnthropicProvider
 from mermaid_cli.providers.openai_chat import OpenAIChatProvider
 from mermaid_cli.providers.openai_responses import OpenAIResponsesProvider
 from mermaid_cli.providers.resolve import create_provider, default_model
-from mermaid_cli.settings.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
-from mermaid_cli.types import Message, TurnRequest
+from mermaid_cli.security import keys
 
 NO_KR = {"MERMAID_NO_KEYRING": "1"}
 
@@ -277,7 +277,7 @@ def test_provider_modules_import_no_heavy_packages() -> None:
 
     code = (
         "import sys\n"
-        "import mermaid_cli.providers.resolve, mermaid_cli.pricing, mermaid_cli.keys, mermaid_cli.provider_commands\n"
+        "import mermaid_cli.providers.resolve, mermaid_cli.providers.pricing, mermaid_cli.security.keys, mermaid_cli.cli.providers\n"
         "import mermaid_cli.providers.anthropic, mermaid_cli.providers.openai_responses, mermaid_cli.providers.openai_chat\n"
         "print(sorted(m for m in ('httpx', 'keyring', 'anthropic', 'openai', 'rich') if m in sys.modules))\n"
     )
@@ -299,8 +299,8 @@ def test_loopback_http_and_any_https_are_accepted(url: str) -> None:
 
 
 def test_recordings_keep_reasoning_items_and_native_calls(tmp_path) -> None:
-    from mermaid_cli.recording import Recorder, load_turns
-    from mermaid_cli.types import ModelTurn, ReasoningBlock, ToolCallBlock, Usage
+    from mermaid_cli.core.types import ModelTurn, ReasoningBlock, ToolCallBlock, Usage
+    from mermaid_cli.store.recordings import Recorder, load_turns
 
     turn_ = ModelTurn(
         content=(

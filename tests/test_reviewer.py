@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from mermaid_cli.errors import ProviderError
+from mermaid_cli.core.errors import ProviderError
+from mermaid_cli.core.types import ModelTurn, ReasoningBlock, TextBlock, TurnRequest, Usage
 from mermaid_cli.policy.reviewer import injection_marker, parse_reply, review
 from mermaid_cli.providers.base import TurnSink
-from mermaid_cli.types import ModelTurn, ReasoningBlock, TextBlock, TurnRequest, Usage
 
 
 class ScriptedProvider:

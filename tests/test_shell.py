@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mermaid_cli.settings.exec import ExecSection
+from mermaid_cli.config.sections.exec import ExecSection
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import ToolContext
 from mermaid_cli.tools.shell import MAX_OUTPUT_BYTES, ExecuteCommand, ExecuteCommandArgs, HeadTail
-from mermaid_cli.types import ToolResult
 
 # "Did not hang": the failure modes tested here would take 300 s.
 NO_HANG_SECS = 20

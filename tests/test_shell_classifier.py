@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mermaid_cli.policy.shell import RANK, RISK_ORDER, classify_command
+from mermaid_cli.policy.shell.classifier import RANK, RISK_ORDER, classify_command
 
 ROOT = Path("/work/proj")
 HOME = Path("/home/dev")

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from mermaid_cli.events import TasksUpdated
+from mermaid_cli.core.events import TasksUpdated
+from mermaid_cli.core.types import ToolCallBlock, ToolResult
 from mermaid_cli.tools.base import ToolContext, ToolRegistry
 from mermaid_cli.tools.tasks import TaskCreate, TaskList, TaskStore, TaskUpdate
-from mermaid_cli.types import ToolCallBlock, ToolResult
 
 
 class Clock:

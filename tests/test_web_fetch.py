@@ -24,13 +24,13 @@ from web_servers import (
     server_tls,
 )
 
-from mermaid_cli.settings.web import WebSettings
+from mermaid_cli.config.sections.web import WebSettings
+from mermaid_cli.core.types import ToolResult
+from mermaid_cli.integrations.web.extract import decode, sniff_media_type
+from mermaid_cli.integrations.web.snapshots import SnapshotStore, page, search, split_lines
 from mermaid_cli.tools.base import ToolContext
 from mermaid_cli.tools.catalog_web import call_in_allowed_domains, call_uses_network, web_tools
 from mermaid_cli.tools.web_fetch import WebFetch
-from mermaid_cli.types import ToolResult
-from mermaid_cli.web.extract import decode, sniff_media_type
-from mermaid_cli.web.snapshots import SnapshotStore, page, search, split_lines
 
 OPEN = "<untrusted-web-content"
 CLOSE = "</untrusted-web-content>"
@@ -393,7 +393,7 @@ def test_web_tools_respect_network_switch_and_category() -> None:
 
 def test_importing_the_web_catalog_loads_no_http_or_extraction_library() -> None:
     code = (
-        "import sys, mermaid_cli.tools.catalog_web, mermaid_cli.web.fetcher, mermaid_cli.web.extract;"
+        "import sys, mermaid_cli.tools.catalog_web, mermaid_cli.integrations.web.fetcher, mermaid_cli.integrations.web.extract;"
         "print([m for m in ('httpx', 'httpcore', 'trafilatura', 'lxml') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

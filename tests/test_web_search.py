@@ -12,12 +12,12 @@ import pytest
 from pydantic import ValidationError
 from web_servers import BRAVE_KEY, TAVILY_KEY, LocalServer, search_routes
 
-from mermaid_cli.settings.web import WebSettings
+from mermaid_cli.config.sections.web import WebSettings
+from mermaid_cli.core.types import ToolResult
+from mermaid_cli.integrations.web.search_backends import select_backend
 from mermaid_cli.tools.base import ToolContext
 from mermaid_cli.tools.catalog_web import omitted_web_tools, web_search_status, web_tools
 from mermaid_cli.tools.web_search import WebSearch
-from mermaid_cli.types import ToolResult
-from mermaid_cli.web.search_backends import select_backend
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from mermaid_cli.errors import ConfigError
+from mermaid_cli.core.errors import ConfigError
 
 
 def presets_dirs() -> list[Path]:

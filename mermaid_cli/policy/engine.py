@@ -41,7 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from mermaid_cli.policy.shell import (
+from mermaid_cli.config.sections.safety import Category, Override, SafetySettings
+from mermaid_cli.core.types import Decision
+from mermaid_cli.policy.shell.classifier import (
     RANK,
     Risk,
     ShellClassification,
@@ -49,8 +51,6 @@ from mermaid_cli.policy.shell import (
     sensitive_write_rule,
     worst,
 )
-from mermaid_cli.settings.safety import Category, Override, SafetySettings
-from mermaid_cli.types import Decision
 
 Verdict = Literal["allow", "deny", "ask", "classify"]
 By = Literal["mode", "rule", "hook", "classifier", "user", "headless", "hard_deny", "network"]

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mermaid_cli import events as ev
-from mermaid_cli.types import Decision, GateResult, ToolCallBlock, Usage
+from mermaid_cli.core import events as ev
+from mermaid_cli.core.types import Decision, GateResult, ToolCallBlock, Usage
 
 if TYPE_CHECKING:  # the engine and the shell classifier load at the first tool call, not at start
     from mermaid_cli.policy.engine import ActionRequest, PolicyOutcome
@@ -145,7 +145,7 @@ class PolicyGate:
             return outcome
         from dataclasses import replace
 
-        from mermaid_cli.web.trust import call_in_allowed_domains, call_uses_network
+        from mermaid_cli.integrations.web.trust import call_in_allowed_domains, call_uses_network
 
         if not call_uses_network(tool.name, arguments):
             return replace(

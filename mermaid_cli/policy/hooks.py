@@ -24,32 +24,14 @@ import json
 import os
 import signal
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from mermaid_cli.config.sections.hooks import HookSpec
 
 OUTPUT_CAP = 64 * 1024
 REASON_CAP = 1_000
 
 HookDecision = Literal["allow", "deny", "ask"]
-
-
-class HookSpec(BaseModel):
-    """One hook command (from `[[hooks.before_tool_use]]` or a plugin manifest)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    command: str = Field(description="Shell command (run with /bin/sh -c).")
-    name: str | None = Field(
-        None, description="Label in warnings and denials (the plugin name for plugin hooks)."
-    )
-    cwd: Path | None = Field(None, description="Working directory (default: the current one).")
-    timeout: float | None = Field(None, description="Seconds before the hook is killed (default 10).")
-
-    @property
-    def label(self) -> str:
-        return self.name or (self.command.split()[0] if self.command.split() else "hook")
 
 
 @dataclass

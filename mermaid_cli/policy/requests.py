@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from mermaid_cli.config.sections.safety import Category
 from mermaid_cli.policy.engine import ActionRequest, PathRef
-from mermaid_cli.settings.safety import Category
 
 PATH_KEYS = ("path", "file_path", "paths", "directory", "dir", "target", "destination", "source")
 MAX_SUMMARY = 300

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mermaid_cli.types import Message, ModelTurn, ReasoningBlock, TurnRequest, Usage
+from mermaid_cli.core.types import Message, ModelTurn, ReasoningBlock, TurnRequest, Usage
 
 
 class ReviewProvider(Protocol):

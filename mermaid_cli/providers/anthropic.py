@@ -12,18 +12,8 @@ import json
 import re
 from typing import Any
 
-from mermaid_cli.errors import ContextTooLong, ProviderError
-from mermaid_cli.providers import native_tools
-from mermaid_cli.providers.base import TurnSink
-from mermaid_cli.providers.http import (
-    Endpoint,
-    HttpTransport,
-    StreamCut,
-    encode,
-    map_stream_error,
-    with_retries,
-)
-from mermaid_cli.types import (
+from mermaid_cli.core.errors import ContextTooLong, ProviderError
+from mermaid_cli.core.types import (
     Block,
     ImageBlock,
     Message,
@@ -34,6 +24,16 @@ from mermaid_cli.types import (
     ToolResultBlock,
     TurnRequest,
     Usage,
+)
+from mermaid_cli.providers import native_tools
+from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.http import (
+    Endpoint,
+    HttpTransport,
+    StreamCut,
+    encode,
+    map_stream_error,
+    with_retries,
 )
 
 API_VERSION = "2023-06-01"

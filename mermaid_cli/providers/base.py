@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from mermaid_cli.types import ModelTurn, TurnRequest
+from mermaid_cli.core.types import ModelTurn, TurnRequest
 
 
 class TurnSink(Protocol):

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mermaid_cli.errors import ContextTooLong, ProviderError
+from mermaid_cli.core.errors import ContextTooLong, ProviderError
 
 if TYPE_CHECKING:
     import httpx

@@ -31,7 +31,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from mermaid_cli.types import ToolCallBlock, ToolSpec
+from mermaid_cli.core.types import ToolCallBlock, ToolSpec
 
 TEXT_EDITOR_NAME = "str_replace_based_edit_tool"
 TEXT_EDITOR_TYPE = "text_editor_20250728"

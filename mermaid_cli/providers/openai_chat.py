@@ -10,17 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mermaid_cli.providers.base import TurnSink
-from mermaid_cli.providers.http import (
-    Endpoint,
-    HttpTransport,
-    StreamCut,
-    encode,
-    map_stream_error,
-    with_retries,
-)
-from mermaid_cli.providers.openai_responses import data_url, parse_arguments
-from mermaid_cli.types import (
+from mermaid_cli.core.types import (
     Block,
     ImageBlock,
     Message,
@@ -32,6 +22,16 @@ from mermaid_cli.types import (
     TurnRequest,
     Usage,
 )
+from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.http import (
+    Endpoint,
+    HttpTransport,
+    StreamCut,
+    encode,
+    map_stream_error,
+    with_retries,
+)
+from mermaid_cli.providers.openai_responses import data_url, parse_arguments
 
 _FINISH = {
     "stop": "stop",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mermaid_cli.errors import ProviderError
+from mermaid_cli.core.errors import ProviderError
+from mermaid_cli.core.types import ModelTurn, ReasoningBlock, TextBlock, TurnRequest
 from mermaid_cli.providers.base import TurnSink
-from mermaid_cli.recording import load_turns
-from mermaid_cli.types import ModelTurn, ReasoningBlock, TextBlock, TurnRequest
+from mermaid_cli.store.recordings import load_turns
 
 
 class ReplayProvider:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from mermaid_cli.errors import ConfigError, ProviderError, UsageError
-from mermaid_cli.keys import lookup_key
+from mermaid_cli.core.errors import ConfigError, ProviderError, UsageError
 from mermaid_cli.providers.base import Provider
+from mermaid_cli.security.keys import lookup_key
 
 
 @dataclass(frozen=True)

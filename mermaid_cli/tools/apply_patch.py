@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools import fileio
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.edit import FUZZY_NOTE
 from mermaid_cli.tools.files import checkpoint, path_error
 from mermaid_cli.tools.patch import PatchError, apply_hunks, parse_patch
 from mermaid_cli.tools.paths import PathRefused, ResolvedPath, is_regular, lstat_in, resolve_for_tool
-from mermaid_cli.types import ToolResult
 
 
 class ApplyPatchArgs(ToolArgs):

@@ -15,8 +15,8 @@ from typing import ClassVar, TextIO
 
 from pydantic import Field
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
-from mermaid_cli.types import ToolResult
 
 _MAX_TRIES = 3
 _NO_ANSWER = "The user gave no answer. Decide yourself, state your assumption, and go on."

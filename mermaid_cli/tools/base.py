@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from mermaid_cli.types import ToolCallBlock, ToolResult, ToolSpec
+from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
 
 # Every result the model sees is capped; the note says how much was cut.
 MAX_RESULT_CHARS = 30_000
@@ -36,7 +36,7 @@ class ToolContext:
     session_id: str = ""
     settings: Any = None
     progress: Callable[[str], None] = lambda _line: None
-    #: emit a protocol event (an `mermaid_cli.events` model), e.g. `tasks_updated`
+    #: emit a protocol event (an `mermaid_cli.core.events` model), e.g. `tasks_updated`
     emit: Callable[[Any], None] = lambda _event: None
     #: a person is at a TTY and may be asked (never true in CI)
     interactive: bool = False

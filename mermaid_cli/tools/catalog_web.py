@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mermaid_cli.integrations.web.trust import call_in_allowed_domains, call_uses_network, web_settings_of
 from mermaid_cli.tools.base import Tool
 from mermaid_cli.tools.web_fetch import WebFetch
-from mermaid_cli.web.trust import call_in_allowed_domains, call_uses_network, web_settings_of
 
 __all__ = [
     "web_tools",
@@ -17,8 +17,8 @@ __all__ = [
     "call_uses_network",
     "call_in_allowed_domains",
 ]
+from mermaid_cli.integrations.web.search_backends import select_backend
 from mermaid_cli.tools.web_search import WebSearch
-from mermaid_cli.web.search_backends import select_backend
 
 NO_NETWORK = "web tools are disabled for this run (network access is denied, e.g. --no-network)"
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
-from mermaid_cli.types import ToolResult
 
 ARCHIVE_KEY = "archive"
 COMPACT_KEY = "compact_requested"

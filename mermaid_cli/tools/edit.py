@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools import fileio
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 from mermaid_cli.tools.files import checkpoint, path_error
 from mermaid_cli.tools.matching import TextMatch, find_text, replace_spans
 from mermaid_cli.tools.paths import PathRefused, resolve_for_tool
-from mermaid_cli.types import ToolResult
 
 FUZZY_NOTE = "note: matched with fuzzy (whitespace/Unicode) context; verify the result."
 LEVEL_WORDS = {

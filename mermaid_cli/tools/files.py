@@ -16,10 +16,10 @@ from typing import BinaryIO
 
 from pydantic import Field
 
+from mermaid_cli.core.types import ImageData, ToolResult
 from mermaid_cli.tools import fileio
 from mermaid_cli.tools.base import MAX_RESULT_CHARS, Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.paths import PathRefused, ResolvedPath, lstat_in, open_file, resolve_for_tool
-from mermaid_cli.types import ImageData, ToolResult
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
-from mermaid_cli.types import ToolResult
 
 Scope = Literal["project", "user"]
 SCOPES: tuple[Scope, ...] = ("project", "user")

@@ -25,10 +25,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 from mermaid_cli.tools.proctree import Child, signal_tree
 from mermaid_cli.tools.termtext import clean_bytes
-from mermaid_cli.types import ToolResult
 
 STATE_KEY = "background"
 RING_BYTES = 1024 * 1024

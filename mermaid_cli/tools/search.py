@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.gitignore import translate, walk_files
-from mermaid_cli.types import ToolResult
 
 MAX_PATHS = 200
 MAX_HITS = 200

@@ -24,12 +24,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mermaid_cli.childenv import scrubbed_env
-from mermaid_cli.settings.exec import ExecSection
+from mermaid_cli.config.sections.exec import ExecSection
+from mermaid_cli.core.types import ToolResult
+from mermaid_cli.security.childenv import scrubbed_env
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 from mermaid_cli.tools.proctree import Child
 from mermaid_cli.tools.termtext import clean_bytes, clean_line, decode
-from mermaid_cli.types import ToolResult
 
 MAX_OUTPUT_BYTES = 256 * 1024
 # After the main process exits, how long a descendant may keep the pipes open.

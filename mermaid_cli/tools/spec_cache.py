@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mermaid_cli.core.types import ToolSpec
 from mermaid_cli.tools.base import Tool, ToolRegistry
-from mermaid_cli.types import ToolSpec
 
 PACKAGE = Path(__file__).resolve().parents[1]
-SOURCE_DIRS = ("tools", "web", "settings")
+SOURCE_DIRS = ("tools", "integrations/web", "config/sections")
 SEARCH_KEYS = ("BRAVE_API_KEY", "TAVILY_API_KEY")
 
 

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
-from mermaid_cli.types import ToolResult
 
 Status = Literal["pending", "in_progress", "completed", "blocked"]
 STATE_KEY = "tasks"

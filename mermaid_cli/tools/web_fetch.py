@@ -7,13 +7,13 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from mermaid_cli.settings.web import WebSettings
+from mermaid_cli.config.sections.web import WebSettings
+from mermaid_cli.core.types import ToolResult
+from mermaid_cli.integrations.web.netguard import FetchRefused, Resolver
+from mermaid_cli.integrations.web.report import untrusted_block, web_details
+from mermaid_cli.integrations.web.snapshots import STATE_KEY, Snapshot, SnapshotStore, page, search
+from mermaid_cli.integrations.web.trust import web_settings_of
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
-from mermaid_cli.types import ToolResult
-from mermaid_cli.web.netguard import FetchRefused, Resolver
-from mermaid_cli.web.report import untrusted_block, web_details
-from mermaid_cli.web.snapshots import STATE_KEY, Snapshot, SnapshotStore, page, search
-from mermaid_cli.web.trust import web_settings_of
 
 # Room kept for the header, the untrusted-block wrapper and the continuation note.
 _OVERHEAD = 1_000
@@ -97,8 +97,8 @@ class WebFetch(Tool):
     async def _fetch(
         self, args: WebFetchArgs, ctx: ToolContext, web: WebSettings, store: SnapshotStore
     ) -> ToolResult:
-        from mermaid_cli.web.extract import render_in_thread
-        from mermaid_cli.web.fetcher import FetchFailed, FetchOptions, fetch, user_agent
+        from mermaid_cli.integrations.web.extract import render_in_thread
+        from mermaid_cli.integrations.web.fetcher import FetchFailed, FetchOptions, fetch, user_agent
 
         assert args.url is not None
         options = FetchOptions(

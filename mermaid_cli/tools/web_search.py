@@ -7,12 +7,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from mermaid_cli.settings.web import WebSettings
+from mermaid_cli.config.sections.web import WebSettings
+from mermaid_cli.core.types import ToolResult
+from mermaid_cli.integrations.web.report import untrusted_block, web_details
+from mermaid_cli.integrations.web.search_backends import SearchBackend, SearchFailed, SearchHit
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 from mermaid_cli.tools.web_fetch import web_settings_of
-from mermaid_cli.types import ToolResult
-from mermaid_cli.web.report import untrusted_block, web_details
-from mermaid_cli.web.search_backends import SearchBackend, SearchFailed, SearchHit
 
 CONCURRENCY = 4
 MAX_OUTPUT_BYTES = 30_000
@@ -69,7 +69,7 @@ async def run_queries(
     """Each query's hits or its failure, in the order of `queries`; at most 4 at a time."""
     import httpx
 
-    from mermaid_cli.web.fetcher import user_agent
+    from mermaid_cli.integrations.web.fetcher import user_agent
 
     gate = asyncio.Semaphore(CONCURRENCY)
     timeout = httpx.Timeout(web.timeout_secs, connect=web.connect_timeout_secs)

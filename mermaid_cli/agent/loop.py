@@ -1,0 +1,506 @@
+"""The agent loop: provider turn -> gate -> tools -> results -> next turn, until the model stops or
+a limit hits. Emits protocol events through `emit`; never prints, never imports click or an SDK.
+Tool failures are data; only run-level failures (provider, limit, cancellation) raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mermaid_cli.agent import compaction as cmp
+from mermaid_cli.core import events as ev
+from mermaid_cli.core.errors import LimitReached, ProviderError
+from mermaid_cli.core.types import (
+    Decision,
+    GateResult,
+    ImageBlock,
+    Message,
+    ModelTurn,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResult,
+    ToolResultBlock,
+    TurnRequest,
+    Usage,
+)
+from mermaid_cli.providers.base import NullSink, Provider
+from mermaid_cli.tools.base import Tool, ToolContext, ToolRegistry
+
+EVENT_OUTPUT_CHARS = 8 * 1024
+EVENT_ARG_CHARS = 2000
+IMAGES_SENT = 3
+# A reply that hit the per-response output cap is continued, up to this many times.
+MAX_CONTINUATIONS = 4
+LENGTH_STOPS = ("length", "max_tokens", "max_output_tokens")
+CONTINUE_PROMPT = (
+    "Your reply was cut off by the output limit. Continue exactly where it stopped, without repeating."
+)
+
+
+class Gate(Protocol):
+    async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult: ...
+
+
+class AllowAllGate:
+    """Lets every call through; the policy gate replaces it."""
+
+    async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult:
+        return GateResult(decision=Decision(verdict="allow", by="mode"))
+
+
+@dataclass
+class CompactionPolicy:
+    auto_enabled: bool = True
+    threshold_percent: int = 85
+    tail_turns: int = 2
+    max_recoveries: int = 3
+    window: int = 200_000
+
+
+@dataclass
+class Limits:
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+
+@dataclass
+class RunStats:
+    num_turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    errors: list[str] = field(default_factory=list)
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+    files_changed: list[str] = field(default_factory=list)
+    response: str = ""
+    reasoning: str | None = None
+    finished: bool = False  # the model ended its turn without asking for tools
+    untrusted_content: bool = False
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-(limit - head) :]}"
+
+
+def _cap_args(value: Any) -> Any:
+    if isinstance(value, str):
+        return _cap(value, EVENT_ARG_CHARS)
+    if isinstance(value, dict):
+        return {k: _cap_args(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cap_args(v) for v in value]
+    return value
+
+
+def repair_history(messages: list[Message]) -> list[Message]:
+    """Give every tool call a result, so a session saved mid-tool-call resumes cleanly."""
+    out: list[Message] = []
+    for i, msg in enumerate(messages):
+        out.append(msg)
+        calls = msg.tool_calls if msg.role == "assistant" else []
+        if not calls:
+            continue
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        answered = (
+            {b.call_id for b in nxt.content if isinstance(b, ToolResultBlock)}
+            if nxt and nxt.role == "user"
+            else set()
+        )
+        missing = [c for c in calls if c.id not in answered]
+        if not missing:
+            continue
+        fill = tuple(
+            ToolResultBlock(call_id=c.id, content="the run ended before this call finished", is_error=True)
+            for c in missing
+        )
+        if nxt is not None and nxt.role == "user" and answered:
+            messages[i + 1] = Message(role="user", content=fill + nxt.content)
+        else:
+            out.append(Message(role="user", content=fill))
+    return out
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        registry: ToolRegistry,
+        ctx: ToolContext,
+        emit: Callable[[ev._Event], None],
+        system_prompt: str,
+        history: list[Message] | None = None,
+        gate: Gate | None = None,
+        limits: Limits | None = None,
+        price: Callable[[Usage], float | None] | None = None,
+        on_turn: Callable[[ModelTurn], None] | None = None,
+        on_message: Callable[[Message], int | None] | None = None,
+        on_compaction: Callable[[list[int], list[int | None]], None] | None = None,
+        history_ids: list[int] | None = None,
+        compaction: CompactionPolicy | None = None,
+        note: Callable[[str], None] = lambda _line: None,
+        redact: Callable[[str], str] = lambda s: s,
+        reasoning: str | None = None,
+        max_output_tokens: int | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.provider = provider
+        self.registry = registry
+        self.ctx = ctx
+        self.emit = emit
+        self.system_prompt = system_prompt
+        history = list(history or [])
+        ids = list(history_ids) if history_ids else [None] * len(history)
+        by_identity = {id(m): i for i, m in zip(ids, history, strict=False)}
+        self.messages: list[Message] = repair_history(list(history))
+        # Session-log number of each message of the working context (None: not in the log).
+        self.log_ids: list[int | None] = [by_identity.get(id(m)) for m in self.messages]
+        self.gate = gate or AllowAllGate()
+        self.limits = limits or Limits()
+        self.price = price
+        self.on_turn = on_turn
+        self.on_message = on_message
+        self.on_compaction = on_compaction
+        self.compaction = compaction or CompactionPolicy()
+        self.note = note
+        self.context_tokens = 0
+        self.redact = redact
+        self.reasoning = reasoning
+        self.max_output_tokens = max_output_tokens
+        self.monotonic = monotonic
+        self.stats = RunStats()
+        #: awaited before the first tool runs (the workspace snapshot may still be being taken)
+        self.tools_ready: Any = None
+        self._call_seq = 0
+
+    # -- conversation -------------------------------------------------------------------------
+    def _commit(self, message: Message) -> None:
+        self.messages.append(message)
+        self.log_ids.append(self.on_message(message) if self.on_message is not None else None)
+
+    def _request_messages(self) -> tuple[Message, ...]:
+        """The conversation as sent: only the newest few images travel to the provider."""
+        seen = 0
+        out: list[Message] = []
+        for msg in reversed(self.messages):
+            blocks = []
+            changed = False
+            for block in reversed(msg.content):
+                if isinstance(block, ToolResultBlock) and block.images:
+                    keep = max(0, IMAGES_SENT - seen)
+                    seen += len(block.images)
+                    if keep < len(block.images):
+                        block = block.model_copy(update={"images": block.images[:keep]})
+                        changed = True
+                elif isinstance(block, ImageBlock):
+                    seen += 1
+                    if seen > IMAGES_SENT:
+                        block = TextBlock(text="[image omitted]")
+                        changed = True
+                blocks.append(block)
+            out.append(Message(role=msg.role, content=tuple(reversed(blocks))) if changed else msg)
+        return tuple(reversed(out))
+
+    # -- the loop -----------------------------------------------------------------------------
+    async def run(self, prompt: str | None) -> RunStats:
+        if prompt is not None:
+            self._commit(Message.user_text(prompt))
+        continued: list[ModelTurn] = []  # replies cut by the output cap, joined into one answer
+        while True:
+            self._check_limits()
+            await self._maybe_compact()
+            turn = await self._model_turn()
+            calls = turn.message.tool_calls
+            if not calls and turn.stop_reason in LENGTH_STOPS and len(continued) < MAX_CONTINUATIONS:
+                continued.append(turn)
+                self._commit(Message.user_text(CONTINUE_PROMPT))
+                continue
+            if not calls:
+                chain = [*continued, turn]
+                self.stats.finished = True
+                self.stats.response = "".join(t.message.text for t in chain)
+                thoughts = [
+                    b.text for t in chain for b in t.content if isinstance(b, ReasoningBlock) and b.text
+                ]
+                self.stats.reasoning = "\n\n".join(thoughts) if thoughts else None
+                return self.stats
+            continued = []
+            results = await asyncio.gather(*(self._run_call(call) for call in calls))
+            self._commit(Message(role="user", content=tuple(results)))
+
+    async def extra_turn(self, prompt: str, *, response_schema: dict[str, Any] | None = None) -> ModelTurn:
+        """One more model call with no tools (the --output-schema formatting turn)."""
+        self._commit(Message.user_text(prompt))
+        request = TurnRequest(
+            system=self.system_prompt,
+            messages=self._request_messages(),
+            max_output_tokens=self.max_output_tokens,
+            response_schema=response_schema,
+        )
+        turn = await self.provider.turn(request, _EmitSink(self))
+        self.stats.num_turns += 1
+        self._after_call(turn, turn.stop_reason)
+        self._commit(turn.message)
+        return turn
+
+    def _check_limits(self) -> None:
+        s, lim = self.stats, self.limits
+        if lim.max_turns is not None and s.num_turns >= lim.max_turns:
+            raise LimitReached(f"max turns reached ({lim.max_turns}) before the model finished")
+        if lim.max_tokens is not None and s.usage.total_tokens >= lim.max_tokens:
+            raise LimitReached(
+                f"max tokens reached ({s.usage.total_tokens} used, limit {lim.max_tokens}) before the model finished"
+            )
+        if lim.max_cost is not None and s.cost_usd is not None and s.cost_usd >= lim.max_cost:
+            raise LimitReached(
+                f"max cost reached (${s.cost_usd:.4f} spent, limit ${lim.max_cost:.4f}) before the model finished"
+            )
+
+    async def _model_turn(self) -> ModelTurn:
+        recoveries = 0
+        while True:
+            request = TurnRequest(
+                system=self.system_prompt,
+                messages=self._request_messages(),
+                tools=tuple(self.registry.specs()),
+                max_output_tokens=self.max_output_tokens,
+                reasoning=self.reasoning,
+            )
+            try:
+                turn = await self.provider.turn(request, _EmitSink(self))
+                break
+            except ProviderError as exc:
+                # A prompt that no longer fits: compact and try again, a bounded number of times.
+                if not cmp.is_context_too_long_error(exc) or recoveries >= self.compaction.max_recoveries:
+                    raise
+                recoveries += 1
+                self.note(f"the context is too long for the model; compacting (attempt {recoveries})")
+                if not await self._compact(None, max_chars=self.compaction.window * 2):
+                    raise
+        self.stats.num_turns += 1
+        usage = self._after_call(turn, turn.stop_reason)
+        self.context_tokens = usage.total_tokens if turn.usage is not None else self._estimate_tokens() + 100
+        self.ctx.state["tokens_total"] = self.stats.usage.total_tokens
+        self._commit(turn.message)
+        return turn
+
+    def _after_call(self, turn: ModelTurn, stop_reason: str | None) -> Usage:
+        """Record a model call: --record, usage and cost, and its `turn_done` event."""
+        if self.on_turn is not None:
+            self.on_turn(turn)
+        usage = turn.usage or Usage()
+        self._account(usage)
+        self.emit(
+            ev.TurnDone(
+                total_tokens=usage.total_tokens if turn.usage is not None else None,
+                stop_reason=stop_reason,
+                usage=ev.UsageInfo(**usage.model_dump()),
+                cost_usd=self.price(usage) if self.price is not None else None,
+            )
+        )
+        return usage
+
+    def _account(self, usage: Usage) -> None:
+        self.stats.usage = self.stats.usage + usage
+        cost = self.price(usage) if self.price is not None else None
+        if cost is None:
+            self.stats.cost_usd = None
+        elif self.stats.cost_usd is not None:
+            self.stats.cost_usd += cost
+
+    def _estimate_tokens(self) -> int:
+        chars = len(self.system_prompt) + sum(len(m.model_dump_json()) for m in self.messages)
+        return chars // 4
+
+    # -- compaction ---------------------------------------------------------------------------
+    async def _maybe_compact(self) -> None:
+        focus = self.ctx.state.pop("compact_requested", None)
+        policy = self.compaction
+        due = policy.auto_enabled and cmp.should_compact(
+            self.context_tokens, policy.window, policy.threshold_percent
+        )
+        if focus is not None or due:
+            await self._compact(focus)
+
+    async def _compact(self, focus: str | None, *, max_chars: int | None = None) -> bool:
+        """Summarise older history into a checkpoint; the session log keeps every message."""
+        request = cmp.build_summary_request(self.messages, focus, max_chars=max_chars)
+        try:
+            turn = await self.provider.turn(request, NullSink())
+        except ProviderError as exc:
+            self.note(f"compaction failed: {exc.message}")
+            return False
+        self._after_call(turn, "compaction")
+        summary = turn.message.text
+        try:
+            new_messages, removed = cmp.apply_compaction(self.messages, summary, self.compaction.tail_turns)
+        except ValueError:
+            self.note("compaction failed: the summary was empty")
+            return False
+        if not removed:
+            return False
+        kept_ids = [self.log_ids[i] for i in range(len(self.messages)) if i not in set(removed)]
+        removed_ids = [self.log_ids[i] for i in removed if self.log_ids[i] is not None]
+        checkpoint = new_messages[0]
+        checkpoint_id = self.on_message(checkpoint) if self.on_message is not None else None
+        self.messages = new_messages
+        self.log_ids = [checkpoint_id, *kept_ids]
+        if self.on_compaction is not None:
+            self.on_compaction(removed_ids, self.log_ids)  # type: ignore[arg-type]
+        self.context_tokens = self._estimate_tokens()
+        self.note(f"compacted {len(removed)} messages into a checkpoint summary")
+        return True
+
+    # -- one tool call ------------------------------------------------------------------------
+    async def _run_call(self, call: ToolCallBlock) -> ToolResultBlock:
+        self._call_seq += 1
+        call_id = f"tool#{self._call_seq}"
+        self.stats.tool_calls += 1
+        args_view = self.redact_obj(_cap_args(call.arguments)) if call.arguments is not None else None
+        self.emit(ev.ToolStarted(call_id=call_id, name=call.name, arguments=args_view))
+        started = self.monotonic()
+        decision: Decision | None = None
+        try:
+            bound = self.registry.bind(call)
+            if isinstance(bound, ToolResult):
+                result = bound
+            else:
+                tool, args = bound
+                gate = await self.gate.check(call_id, tool, args, call)
+                decision = gate.decision
+                if gate.decision.verdict == "allow":
+                    result = await self._execute(tool, gate.args if gate.args is not None else args)
+                    if gate.context:
+                        result = result.model_copy(
+                            update={"content": f"{result.content}\n\n[hook] {gate.context}"}
+                        )
+                else:
+                    message = gate.message or f"{call.name} was not run: {gate.decision.reason or 'denied'}"
+                    result = ToolResult.error(message)
+                    if gate.blocked:
+                        self.stats.blocked.append(
+                            {
+                                "call_id": call_id,
+                                "tool": call.name,
+                                "reason": gate.decision.reason or "approval required",
+                            }
+                        )
+                if gate.decision.by != "mode" or gate.decision.verdict != "allow":
+                    self.emit(
+                        ev.ApprovalDecided(
+                            call_id=call_id,
+                            tool=call.name,
+                            verdict="allow" if gate.decision.verdict == "allow" else "deny",
+                            by=gate.decision.by,
+                            reason=gate.decision.reason,
+                        )
+                    )
+        except asyncio.CancelledError:
+            self.emit(
+                ev.ToolFinished(
+                    call_id=call_id,
+                    name=call.name,
+                    status="cancelled",
+                    summary="cancelled",
+                    duration_ms=int((self.monotonic() - started) * 1000),
+                )
+            )
+            raise
+        return self._finish(call, call_id, result, decision, started)
+
+    async def _execute(self, tool: Tool, args: Any) -> ToolResult:
+        if self.tools_ready is not None:
+            await self.tools_ready
+        if getattr(tool, "category", None) == "mcp":
+            self.stats.untrusted_content = True  # a third-party server's text now steers the model
+        try:
+            return await tool.run(args, self.ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool that raises becomes an error result the model sees
+            return ToolResult.error(f"{tool.name} failed: {type(exc).__name__}: {exc}")
+
+    def _finish(
+        self, call: ToolCallBlock, call_id: str, result: ToolResult, decision: Decision | None, started: float
+    ) -> ToolResultBlock:
+        meta = result.metadata
+        for path in meta.get("files_changed", ()) or ():
+            if path not in self.stats.files_changed:
+                self.stats.files_changed.append(path)
+        if meta.get("untrusted_content"):
+            self.stats.untrusted_content = True
+        error_text = None
+        if result.is_error:
+            self.stats.tool_errors += 1
+            first_line = result.content.splitlines()[0] if result.content else ""
+            error_text = self.redact(result.summary or first_line or "error")
+            self.stats.errors.append(f"{call.name}: {error_text}")
+        summary = result.summary or (result.content.splitlines()[0] if result.content else "")
+        self.emit(
+            ev.ToolFinished(
+                call_id=call_id,
+                name=call.name,
+                status="error" if result.is_error else "success",
+                summary=self.redact(summary[:300]),
+                error=error_text,
+                web=meta.get("web"),
+                fuzzy=bool(meta.get("fuzzy")),
+                duration_ms=int((self.monotonic() - started) * 1000),
+                output=self.redact(_cap(result.content, EVENT_OUTPUT_CHARS)),
+                exit_code=meta.get("exit_code"),
+                decision=ev.DecisionInfo(verdict=decision.verdict, by=decision.by, reason=decision.reason)
+                if decision is not None
+                else None,
+            )
+        )
+        return ToolResultBlock(
+            call_id=call.id, content=result.content, is_error=result.is_error, images=result.images
+        )
+
+    def redact_obj(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {k: self.redact_obj(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.redact_obj(v) for v in value]
+        return value
+
+    async def aclose(self) -> None:
+        """Run every cleanup tools registered (background processes, servers), however the run ended."""
+        cleanups, self.ctx.cleanups = self.ctx.cleanups, []
+        for cleanup in reversed(cleanups):
+            try:
+                outcome = cleanup()
+                if asyncio.iscoroutine(outcome):
+                    await asyncio.wait_for(outcome, timeout=10)
+            except Exception:  # noqa: BLE001 - cleanup must not mask the run's outcome
+                pass
+
+
+class _EmitSink:
+    """Streams provider deltas into protocol events."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    def text(self, delta: str) -> None:
+        if delta:
+            self._agent.emit(ev.Text(delta=self._agent.redact(delta)))
+
+    def reasoning(self, delta: str) -> None:
+        if delta:
+            self._agent.emit(ev.Reasoning(delta=self._agent.redact(delta)))
+
+    def retry(self, message: str, code: str | None = None) -> None:
+        self._agent.emit(ev.Error(message=self._agent.redact(message), code=code, retryable=True))

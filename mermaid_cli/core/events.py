@@ -1,0 +1,273 @@
+"""The event protocol (JSONL, protocol_version 1): the single source of truth (DESIGN.md §2).
+
+The same models write stdout, the session file and the test snapshots; `docs/events.schema.json`
+is generated from them (`python -m mermaid_cli.core.events > docs/events.schema.json`).
+Field order is wire order. Fields listed in `_omit_unset` are left out of a line when they hold
+their "absent" value (None, or False for `fuzzy`), exactly as the original Mermaid does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, BinaryIO, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PROTOCOL_VERSION = 1
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    _omit_unset: ClassVar[frozenset[str]] = frozenset()
+    _flags: ClassVar[frozenset[str]] = frozenset({"fuzzy"})
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        for key in self._omit_unset:
+            # `is`, not `==`: 0 == False, and an exit code of 0 is a value, not an absence;
+            # only a flag (`fuzzy`) is absent when False
+            value = data.get(key)
+            if key in data and (value is None or (value is False and key in self._flags)):
+                del data[key]
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+class UsageInfo(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+class DecisionInfo(BaseModel):
+    verdict: Literal["allow", "deny", "ask"]
+    by: str
+    reason: str | None = None
+
+
+class SessionStarted(_Event):
+    type: Literal["session_started"] = "session_started"
+    protocol_version: int = PROTOCOL_VERSION
+    cli_version: str
+    model: str
+    task_id: str | None = None
+    session_id: str
+    cwd: str = ""
+    safety_mode: str = "auto"
+    tools: list[str] = Field(default_factory=list)
+    limits: dict[str, Any] = Field(default_factory=dict)
+    policy_digest: str | None = None
+
+
+class Text(_Event):
+    type: Literal["text"] = "text"
+    delta: str
+
+
+class Reasoning(_Event):
+    type: Literal["reasoning"] = "reasoning"
+    delta: str
+
+
+class ToolStarted(_Event):
+    type: Literal["tool_started"] = "tool_started"
+    call_id: str
+    name: str = ""
+    arguments: dict[str, Any] | None = None
+
+
+class ToolFinished(_Event):
+    type: Literal["tool_finished"] = "tool_finished"
+    _omit_unset = frozenset({"web", "fuzzy", "exit_code"})
+    call_id: str
+    name: str
+    status: Literal["success", "error", "cancelled"]
+    summary: str
+    error: str | None = None
+    web: dict[str, Any] | None = None
+    fuzzy: bool = False
+    duration_ms: int = 0
+    output: str = ""
+    exit_code: int | None = None
+    decision: DecisionInfo | None = None
+
+
+class ApprovalRequired(_Event):
+    type: Literal["approval_required"] = "approval_required"
+    call_id: str
+    tool: str
+    risk: str
+    prompt: str
+
+
+class ApprovalDecided(_Event):
+    type: Literal["approval_decided"] = "approval_decided"
+    call_id: str
+    tool: str
+    verdict: Literal["allow", "deny"]
+    by: str
+    reason: str | None = None
+
+
+class TaskLine(BaseModel):
+    id: int
+    subject: str
+    status: str
+    active_form: str = ""
+    elapsed_secs: int | None = None
+    tokens_spent: int | None = None
+    origin: str | None = None
+    note: str | None = None
+
+
+class TasksUpdated(_Event):
+    type: Literal["tasks_updated"] = "tasks_updated"
+    tasks: list[TaskLine]
+    completed: int
+    total: int
+
+
+class Error(_Event):
+    type: Literal["error"] = "error"
+    message: str
+    code: str | None = None
+    retryable: bool = False
+
+
+class TurnDone(_Event):
+    type: Literal["turn_done"] = "turn_done"
+    total_tokens: int | None = None
+    stop_reason: str | None = None
+    usage: UsageInfo | None = None
+    cost_usd: float | None = None
+
+
+class VerifyFinished(_Event):
+    type: Literal["verify_finished"] = "verify_finished"
+    command: str
+    exit_code: int
+    attempt: int
+    output: str = ""
+
+
+class Result(_Event):
+    type: Literal["result"] = "result"
+    _omit_unset = frozenset({"structured_output"})
+    response: str
+    reasoning: str | None = None
+    total_tokens: int = 0
+    errors: list[str] = Field(default_factory=list)
+    session_id: str
+    structured_output: Any = None
+    status: str = "success"
+    exit_code: int = 0
+    num_turns: int = 0
+    duration_ms: int = 0
+    usage: UsageInfo = Field(default_factory=UsageInfo)
+    cost_usd: float | None = None
+    tool_calls: int = 0
+    tool_errors: int = 0
+    blocked: list[dict[str, Any]] = Field(default_factory=list)
+    files_changed: list[str] = Field(default_factory=list)
+    untrusted_content: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        # structured_output may legitimately be null/false; omit it only when never set.
+        if "structured_output" in self.model_fields_set:
+            data["structured_output"] = self.structured_output
+            # keep it right after session_id, where the original puts it
+            data = _move_after(data, "structured_output", "session_id")
+        return data
+
+
+def _move_after(data: dict[str, Any], key: str, anchor: str) -> dict[str, Any]:
+    value = data.pop(key)
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        out[k] = v
+        if k == anchor:
+            out[key] = value
+    return out
+
+
+Event = Annotated[
+    SessionStarted
+    | Text
+    | Reasoning
+    | ToolStarted
+    | ToolFinished
+    | ApprovalRequired
+    | ApprovalDecided
+    | TasksUpdated
+    | Error
+    | TurnDone
+    | VerifyFinished
+    | Result,
+    Field(discriminator="type"),
+]
+
+EVENT_TYPES = (
+    SessionStarted,
+    Text,
+    Reasoning,
+    ToolStarted,
+    ToolFinished,
+    ApprovalRequired,
+    ApprovalDecided,
+    TasksUpdated,
+    Error,
+    TurnDone,
+    VerifyFinished,
+    Result,
+)
+
+_adapter: TypeAdapter[Any] | None = None
+
+
+def parse_event(line: str | bytes) -> _Event:
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(Event)
+    return _adapter.validate_json(line)
+
+
+def json_schema() -> dict[str, Any]:
+    schema = TypeAdapter(Event).json_schema()
+    schema["title"] = "Mermaid run event (protocol_version 1)"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def encode_line(event: _Event) -> bytes:
+    """One JSONL line. Lone surrogates (undecodable bytes a tool produced) become U+FFFD-safe
+    replacements, so every line is valid UTF-8 JSON whatever a tool printed."""
+    return (event.to_json() + "\n").encode("utf-8", errors="replace")
+
+
+class JsonlWriter:
+    """Writes events to a binary stream, flushed per line. A reader that goes away (`| head -1`)
+    closes the writer quietly: the run goes on and exits with its own code."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self.closed = False
+
+    def write(self, event: _Event) -> None:
+        self.write_bytes(encode_line(event))
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.closed:
+            return
+        try:
+            self._stream.write(data)
+            self._stream.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            self.closed = True
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates docs/events.schema.json
+    print(json.dumps(json_schema(), indent=2, sort_keys=False))

@@ -1,0 +1,557 @@
+"""Shell command classifier: how risky is a `bash -c COMMAND`, without running it.
+
+The command is split the way bash would split it (`;`, `&&`, `||`, `|`, `&`, newlines, glued
+operators), quote-aware; `$(…)`, backticks, `<(…)`/`>(…)`, `${…}` and unquoted heredoc bodies are
+parsed recursively; wrappers (`sudo`, `env`, `timeout`, `nice`, `nohup`, `xargs`, `command`,
+`time`, `exec`, `stdbuf`, …) are looked through; `eval`, `bash -c`, `sh -c`, `su -c`, `trap`,
+`watch` and `env -S` strings are re-parsed. Every simple command gets a risk; the worst one wins.
+
+Severity (a total order; `worst` picks the higher):
+
+    read_only < low_mutation < file_mutation < shell_mutation < process < network
+              < system_mutation < external_access < destructive
+
+What lands where (the choices that are not obvious):
+- Every command that changes files is `shell_mutation`: a redirect to a file, `tee FILE`, `cp`,
+  `mv`, `mkdir`, `touch`, `rm`, `sed -i`, `sort -o`, archive extraction, `git` commands that change
+  the repository, unknown programs. The shell is not checkpointed like the edit tools, so `auto`
+  sends these to the reviewer (`low_mutation`/`file_mutation` are for the edit and memory tools).
+- Project-local builds, tests and installs (`pytest`, `make`, `cargo build`, `npm test`,
+  `npm install` without `-g`), interpreters running code (`python -c`, `node script.js`,
+  `bash script.sh`) and `./anything` are `process`.
+- `pip install`, `apt-get install`, `npm i -g`, `cargo install`, … are `system_mutation`, and so is
+  anything under `sudo`/`doas`/`su` (privileges are machine-scoped even for a read).
+- With `project_root` given, a write to a path outside the project (other than temp dirs) is
+  `external_access`.
+- Hard deny (risk `destructive`, `hard_deny_rule` names the rule): recursive rm/chmod/chown/find
+  -delete on `/`, a top-level directory, `~`, `$HOME`, the project root or an ancestor of it;
+  `mkfs*`, `dd of=/dev/…`, writes to `/etc`, `/boot`, `~/.ssh` or raw devices; `git reset --hard`;
+  a force push (or branch deletion) that may hit main/master/production/release/*; a download piped
+  into a shell; a fork bomb; a listening socket (`nc -l`); nesting deeper than the cap.
+- Input bash would reject (an unterminated quote or substitution, an unmatched `)`) is at least
+  `shell_mutation`; such input, and input with comments or escaped operators, is also read a
+  second time leniently (quotes, `\\` and `#` dropped) and a hard-deny shape found that way still
+  denies, so a parser disagreement can never hide `rm -rf /`.
+
+Layout: `parse` is the bash parser, `rules` the risk order and per-program rules, this
+module the walker that applies the rules to the parse tree (wrappers, re-parsed strings, `cd`,
+pipelines into shells) and the public API.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mermaid_cli.policy.shell.parse import MAX_DEPTH, _Cmd, _Node, _Parser, _Redirect, _TooDeep
+from mermaid_cli.policy.shell.rules import (
+    _ASSIGNMENT,
+    _DANGEROUS_ASSIGNMENT,
+    _DECLARERS,
+    _FORK_BOMB,
+    _PYTHON,
+    _RESERVED,
+    _SAFE_DEVICES,
+    _WRITE_REDIRECTS,
+    DOWNLOADERS,
+    GLOB_SUSPECTS,
+    INTERPRETERS,
+    MUTATION,
+    PRIVILEGED,
+    RANK,
+    RISK_ORDER,
+    SHELLS,
+    WRAPPERS,
+    Risk,
+    _argv_of,
+    _base,
+    _brace_expand,
+    _classify_program,
+    _default_home,
+    _lenient,
+    _norm,
+    _operands,
+    _reads_stdin,
+    _shell_dash_c,
+    _skip_options,
+    _strip_expansions,
+    _unwrap,
+    _unwrap_all,
+    _Verdict,
+    sensitive_write_rule,
+    worst,
+)
+
+__all__ = [
+    "MAX_DEPTH",
+    "RANK",
+    "RISK_ORDER",
+    "Risk",
+    "Segment",
+    "ShellClassification",
+    "classify_command",
+    "sensitive_write_rule",
+    "worst",
+]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One simple command: its argv (words after quote removal; substitutions left as written),
+    its own risk (not counting nested substitutions, which are segments of their own) and why."""
+
+    argv: list[str]
+    risk: Risk
+    program: str | None = None
+    depth: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ShellClassification:
+    risk: Risk
+    hard_deny_rule: str | None
+    segments: list[Segment] = field(default_factory=list)
+    programs: list[str] = field(default_factory=list)
+    #: a single simple command: no `;`/`|`/`&&`, no substitution, heredoc, subshell, assignment
+    #: prefix or file redirect. Only such a command can match an anchored `allow` rule.
+    simple: bool = False
+    malformed: bool = False
+    reason: str = ""
+    #: the hard deny was found only by the lenient second reading (comments, escapes, bad quoting)
+    lenient: bool = False
+
+    @property
+    def hard_denied(self) -> bool:
+        return self.hard_deny_rule is not None
+
+
+# --------------------------------------------------------------------------------------------
+# The walker
+
+
+class _Classifier:
+    def __init__(self, project_root: Path | None, home: Path | None) -> None:
+        self.root = _norm(str(project_root)) if project_root is not None else None
+        self.home = _norm(str(home if home is not None else _default_home()))
+        self.segments: list[Segment] = []
+        self.hard: str | None = None
+        self.risk: Risk = "read_only"
+        self.reason = ""
+
+    def _note(self, risk: Risk, reason: str, hard: str | None = None) -> None:
+        if hard is not None and self.hard is None:
+            self.hard = hard
+        if RANK[risk] > RANK[self.risk]:
+            self.risk, self.reason = risk, reason
+
+    # -- lists and pipelines ----------------------------------------------------------------
+    def node(self, node: _Node, depth: int, cwd: str | None) -> bool:
+        """Classify a command list. Returns whether any segment downloads (for `sh <(curl …)`)."""
+        downloads = False
+        for pipeline in node.pipelines:
+            programs: list[str | None] = []
+            for cmd in pipeline:
+                cwd, prog, dl = self.cmd(cmd, depth, cwd, in_pipeline=len(pipeline) > 1)
+                programs.append(prog)
+                downloads |= dl
+            self._download_pipe(pipeline, programs, depth, cwd)
+        return downloads
+
+    def _download_pipe(
+        self, pipeline: list[_Cmd], programs: list[str | None], depth: int, cwd: str | None
+    ) -> None:
+        seen_download = False
+        echoed: list[str] = []
+        for cmd, prog in zip(pipeline, programs, strict=True):
+            argv = _unwrap_all(_argv_of(cmd))
+            base = _base(argv[0]) if argv else ""
+            if echoed and base in SHELLS and _reads_stdin(base, argv[1:]):
+                # `echo "rm -rf /" | sh`: what is echoed is the script
+                v = _Verdict()
+                for text in echoed:
+                    self._reparse(text, v, cwd, depth)
+                self._note(v.risk, v.reason, v.hard)
+            if base == "cat" and not _operands(argv[1:]):
+                echoed.extend(cmd.stdin_texts)
+            if base in ("echo", "printf"):
+                echoed.append(" ".join(a for a in argv[1:] if not re.fullmatch(r"-[neE]+", a)))
+            dynamic = bool(argv) and ("$" in argv[0] or "`" in argv[0])
+            if seen_download and dynamic:
+                rule = "a download piped into a computed program (maybe a shell) is hard-denied and cannot be approved"
+                self._note("destructive", rule, rule)
+            elif seen_download and (base in SHELLS or base in INTERPRETERS or _PYTHON.match(base)):
+                if _reads_stdin(base, argv[1:]):
+                    rule = f"a download piped into a shell ({base}) is hard-denied and cannot be approved"
+                    self._note("destructive", rule, rule)
+            if prog in DOWNLOADERS or base in DOWNLOADERS:
+                seen_download = True
+            elif argv and ("$" in argv[0] or "`" in argv[0]):
+                # a computed program (`$CURL x | sh`, `$()curl x | sh`) may well be a downloader
+                seen_download = True
+
+    # -- one simple command -----------------------------------------------------------------
+    def cmd(
+        self, cmd: _Cmd, depth: int, cwd: str | None, *, in_pipeline: bool
+    ) -> tuple[str | None, str | None, bool]:
+        downloads = False
+        subst_downloads = False
+        for sub in cmd.substs:
+            if self.node(sub, depth + 1, cwd):
+                subst_downloads = True
+        for group in cmd.groups:
+            downloads |= self.node(group, depth + 1, cwd)
+        words = [w.text for w in cmd.words]
+        dynamic = [w.dynamic for w in cmd.words]
+        # strip reserved words and assignments
+        k = 0
+        while k < len(words):
+            w = words[k]
+            if not cmd.words[k].quoted and w in _RESERVED:
+                k += 2 if w == "function" else 1
+                continue
+            if not cmd.words[k].quoted and w in ("for", "select", "case"):
+                k = len(words)  # a loop/case header: its words are data
+                break
+            if _ASSIGNMENT.match(cmd.words[k].plain):
+                k += 1
+                continue
+            break
+        argv, dyn = words[k:], dynamic[k:]
+        v = _Verdict()
+        assignments = [w for w in words[:k] if _ASSIGNMENT.match(w)]
+        if argv and _base(argv[0]) in _DECLARERS:
+            assignments += [w for w in argv[1:] if _ASSIGNMENT.match(w)]
+        if any(_DANGEROUS_ASSIGNMENT.match(a) for a in assignments):
+            v.raise_to("process", "an assignment changes which program runs (PATH, LD_PRELOAD, PAGER…)")
+        for r in cmd.redirects:
+            self._redirect(r, v, cwd)
+        program = None
+        if argv:
+            program = _base(argv[0])
+            self._argv(argv, dyn, v, cwd, depth, subst_downloads, cmd)
+            expanded = _brace_expand(argv)
+            if expanded is not None and expanded:
+                # `{rm,-rf,/}` is `rm -rf /` to bash
+                self._argv(expanded, [False] * len(expanded), v, cwd, depth, subst_downloads, cmd)
+            if program in DOWNLOADERS:
+                downloads = True
+        self.segments.append(
+            Segment(argv=list(argv), risk=v.risk, program=program, depth=depth, reason=v.reason)
+        )
+        self._note(v.risk, v.reason, v.hard)
+        # track `cd` so `cd build && rm -rf *` is judged in the right directory
+        if argv and argv[0] in ("cd", "pushd") and not in_pipeline:
+            ops = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
+            target = ops[0] if ops else "~"
+            cwd = self._resolve(target, cwd) if target != "-" else None
+        return cwd, program, downloads or subst_downloads
+
+    def _argv(
+        self,
+        argv: list[str],
+        dyn: list[bool],
+        v: _Verdict,
+        cwd: str | None,
+        depth: int,
+        subst_downloads: bool,
+        cmd: _Cmd,
+    ) -> None:
+        if dyn[0] and ("$" in argv[0] or "`" in argv[0]):
+            v.raise_to("shell_mutation", "the program name is computed at run time")
+            # expansions that are empty leave the rest (`r$()m` is rm)
+            stripped = _strip_expansions(argv[0])
+            if stripped and "$" not in stripped and "`" not in stripped:
+                self._argv([stripped, *argv[1:]], [False, *dyn[1:]], v, cwd, depth, subst_downloads, cmd)
+            # the computed name may be a wrapper (`$(echo sudo) rm -rf /`): judge the rest too
+            k = 0
+            while k < len(argv) and dyn[k] and ("$" in argv[k] or "`" in argv[k]):
+                k += 1
+            if k < len(argv):
+                self._argv(argv[k:], dyn[k:], v, cwd, depth, subst_downloads, cmd)
+            return
+        if argv[0] not in ("[", "[[") and any(ch in argv[0] for ch in "*?["):
+            # `/???/r? -rf /` and `/b?n/rm -rf /` run /bin/rm: judge every program the glob may name
+            v.raise_to("shell_mutation", f"the program name {argv[0]} is a glob")
+            base = _base(argv[0])
+            names = (
+                [n for n in sorted(GLOB_SUSPECTS) if fnmatch.fnmatchcase(n, base)]
+                if any(ch in base for ch in "*?[")
+                else [base]
+            )
+            for name in names:
+                self._argv([name, *argv[1:]], [False, *dyn[1:]], v, cwd, depth, subst_downloads, cmd)
+            return
+        if "/" in argv[0] and not re.match(r"^/(?:usr/(?:local/)?)?s?bin/[^/]+$", argv[0]):
+            # a local program (`./ls` is not ls)
+            v.raise_to("process", f"{argv[0]} runs a local program")
+            return
+        prog = _base(argv[0])
+        args = argv[1:]
+        if subst_downloads and (
+            prog in SHELLS or prog in INTERPRETERS or _PYTHON.match(prog) or prog in ("eval", "source", ".")
+        ):
+            v.deny(f"a download fed to a shell ({prog}) is hard-denied and cannot be approved")
+            return
+        # -- wrappers
+        if prog in WRAPPERS or prog == "su" or prog == "pkexec" or prog == "run0":
+            if prog in PRIVILEGED:
+                v.raise_to("system_mutation", f"{prog} runs with elevated privileges")
+            inner, reparse = _unwrap(prog, args)
+            if reparse is not None:
+                self._reparse(reparse, v, cwd, depth)
+                return
+            if inner is None:
+                if prog in ("sudo", "doas", "su", "pkexec", "run0"):
+                    v.raise_to("system_mutation", f"{prog} opens a privileged shell")
+                elif prog == "command" and args and args[0] in ("-v", "-V"):
+                    pass
+                return
+            if not inner:
+                return
+            off = len(argv) - len(inner)
+            self._argv(inner, dyn[off:], v, cwd, depth, subst_downloads, cmd)
+            return
+        if prog == "eval":
+            self._reparse(" ".join(args), v, cwd, depth)
+            return
+        if prog == "alias":
+            for a in args:
+                if "=" in a:
+                    self._reparse(a.split("=", 1)[1], v, cwd, depth)
+            return
+        if prog == "trap":
+            if args and not args[0].startswith("-"):
+                self._reparse(args[0], v, cwd, depth)
+            return
+        if prog == "watch":
+            rest = _skip_options(args, with_arg={"-n", "--interval", "-d", "--differences", "-q"})
+            self._reparse(" ".join(rest), v, cwd, depth)
+            v.raise_to("process", "watch runs a command repeatedly")
+            return
+        if prog in SHELLS or prog == "busybox":
+            code = _shell_dash_c(args)
+            if code is not None:
+                self._reparse(code, v, cwd, depth)
+                return
+            if args and args[0] in ("--version", "--help"):
+                return
+            if _reads_stdin(prog, args):
+                # `bash <<EOF … EOF`, `sh <<< "…"`: the heredoc is the script
+                for text in cmd.stdin_texts:
+                    self._reparse(text, v, cwd, depth)
+            v.raise_to("process", f"{prog} runs a script")
+            return
+        _classify_program(prog, args, v, self, cwd, argv[0])
+
+    def _reparse(self, text: str, v: _Verdict, cwd: str | None, depth: int) -> None:
+        if depth + 1 > MAX_DEPTH:
+            raise _TooDeep
+        p = _Parser(text)
+        node = p.parse_list(depth + 1, stop_paren=False)
+        before = len(self.segments)
+        self.node(node, depth + 1, cwd)
+        inner_worst: Risk = "read_only"
+        for seg in self.segments[before:]:
+            inner_worst = worst(inner_worst, seg.risk)
+        if p.malformed:
+            inner_worst = worst(inner_worst, "shell_mutation")
+            lenient = _lenient(text)
+            if lenient != text:
+                sub = classify_command(lenient, project_root=None, home=Path(self.home), _lenient_pass=True)
+                if sub.hard_deny_rule:
+                    self._note("destructive", sub.hard_deny_rule, sub.hard_deny_rule)
+        v.raise_to(inner_worst, "re-parsed command string")
+
+    # -- redirects and paths ----------------------------------------------------------------
+    def _redirect(self, r: _Redirect, v: _Verdict, cwd: str | None) -> None:
+        if (
+            r.target is not None
+            and r.op not in ("<<", "<<-", "<<<")
+            and re.match(r"^/dev/(?:tcp|udp)/", r.target.text)
+        ):
+            v.raise_to("network", f"a redirect to {r.target.text} opens a network connection")
+            return
+        if r.op not in _WRITE_REDIRECTS or r.target is None:
+            return
+        t = r.target.text
+        if r.op == ">&" and (t.isdigit() or t == "-"):
+            return
+        self.write_target(t, v, cwd, "a redirect")
+
+    def write_target(
+        self, target: str, v: _Verdict, cwd: str | None, what: str, base: Risk = MUTATION
+    ) -> None:
+        path = self._resolve(target, cwd)
+        if path is not None and _SAFE_DEVICES.match(path):
+            return
+        if path is not None:
+            rule = self._sensitive(path)
+            if rule:
+                v.deny(rule)
+                return
+        v.raise_to(base, f"{what} writes {target}")
+        if path is not None and self.root is not None and not self._inside_allowed(path):
+            v.raise_to("external_access", f"{what} writes outside the project: {target}")
+
+    def _sensitive(self, path: str) -> str | None:
+        return sensitive_write_rule(path, self.home)
+
+    def _inside_allowed(self, path: str) -> bool:
+        assert self.root is not None
+        for base in (self.root, "/tmp", "/var/tmp", "/dev/shm", _norm(os.environ.get("TMPDIR", "/tmp"))):
+            if path == base or path.startswith(base.rstrip("/") + "/"):
+                return True
+        return False
+
+    def _resolve(self, target: str, cwd: str | None) -> str | None:
+        """Absolute normalised path for a literal target, or None when it cannot be known."""
+        t = target
+        if t == "~" or t.startswith("~/"):
+            t = self.home + t[1:]
+        t = re.sub(r"^\$\{?HOME\}?(?=/|$)", lambda _m: self.home, t)
+        if cwd is not None:
+            t = re.sub(r"^\$\{?PWD\}?(?=/|$)", lambda _m: cwd, t)
+        if "$" in t or "`" in t or t.startswith("~"):
+            return None
+        if not t.startswith("/"):
+            base = cwd if cwd is not None else self.root
+            if base is None:
+                return None
+            t = base + "/" + t
+        return _norm(t)
+
+    def root_like(self, target: str, cwd: str | None) -> str | None:
+        """Why deleting/chmod-ing `target` recursively would wreck the machine or the project."""
+        if not target:
+            return None
+        t = target.rstrip("/") or "/"
+        glob_children = False
+        if t in ("*", ".*") or t.endswith(("/*", "/.*", "/*.*", "/.[!.]*")):
+            glob_children = True
+            t = t.rsplit("/", 1)[0] if "/" in t else "."
+            t = t or "/"
+        if re.fullmatch(r"~[A-Za-z0-9_.-]+", t):
+            return f"{target} (a home directory)"
+        path = self._resolve(t, cwd)
+        if path is None:
+            if t in (".", "..", "./", "../") or t.startswith("../"):
+                return f"{target} (the working directory or above)"
+            if re.match(r"^\$\{?(?:HOME|PWD)\}?/?$", t):
+                return f"{target} (a home or working directory)"
+            return None
+        for name, base in (("/", "/"), ("the home directory", self.home), ("the project root", self.root)):
+            if base is None:
+                continue
+            if path == base or base.startswith(path.rstrip("/") + "/") or path == "/":
+                return f"{target} ({name} or an ancestor of it)" if path != "/" else f"{target} (/)"
+        if cwd is None and self.root is None and t in (".", "*"):
+            return f"{target} (the working directory)"
+        if cwd is not None and (path == cwd or cwd.startswith(path.rstrip("/") + "/")) and self.root is None:
+            return f"{target} (the working directory or an ancestor of it)"
+        parts = [p for p in path.split("/") if p]
+        if len(parts) <= 1 and not glob_children:
+            return f"{target} (a top-level directory)"
+        if len(parts) <= 1 and glob_children and parts[0] not in ("tmp", "var"):
+            return f"{target} (a top-level directory)"
+        if parts and parts[0] in ("etc", "boot", "usr", "bin", "sbin", "lib", "lib64", "sys", "proc", "dev"):
+            return f"{target} (a system directory)"
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def classify_command(
+    command: str,
+    *,
+    project_root: Path | None = None,
+    home: Path | None = None,
+    _lenient_pass: bool = False,
+) -> ShellClassification:
+    """Classify `command` as `bash -c` would run it. Never raises."""
+    try:
+        return _classify(command, project_root, home, _lenient_pass)
+    except _TooDeep:
+        rule = f"command nesting deeper than {MAX_DEPTH} levels is hard-denied and cannot be approved"
+        return ShellClassification(risk="destructive", hard_deny_rule=rule, reason=rule, malformed=True)
+    except RecursionError:
+        rule = "command nesting too deep to analyse is hard-denied and cannot be approved"
+        return ShellClassification(risk="destructive", hard_deny_rule=rule, reason=rule, malformed=True)
+    except Exception as exc:  # pragma: no cover - a classifier bug must not open the gate
+        return ShellClassification(
+            risk="shell_mutation",
+            hard_deny_rule=None,
+            reason=f"could not analyse the command ({exc})",
+            malformed=True,
+        )
+
+
+def _classify(
+    command: str, project_root: Path | None, home: Path | None, lenient_pass: bool
+) -> ShellClassification:
+    text = command.replace("\r\n", "\n")
+    c = _Classifier(project_root, home)
+    squashed = re.sub(r"\s+", "", text)
+    if _FORK_BOMB.search(squashed) and re.search(r"\(\)\{[^}]*\|[^}]*&", squashed):
+        rule = "a fork bomb is hard-denied and cannot be approved"
+        c._note("destructive", rule, rule)
+    parser = _Parser(text)
+    node = parser.parse_list(0, stop_paren=False)
+    c.node(node, 0, c.root)
+    malformed = parser.malformed
+    if malformed:
+        c._note("shell_mutation", "the command does not parse as bash would run it")
+    if "IFS" in text and not lenient_pass:
+        # `rm${IFS}-rf${IFS}/`: bash splits on IFS
+        variant = re.sub(r"\$\{IFS[^}]*\}|\$IFS\b", " ", text)
+        if variant != text:
+            sub = classify_command(variant, project_root=project_root, home=home, _lenient_pass=True)
+            c._note(sub.risk, sub.reason, sub.hard_deny_rule)
+    strict_hard = c.hard
+    if not lenient_pass and (malformed or parser.comments or parser.escaped_ops):
+        lenient = _lenient(text)
+        if lenient != text:
+            sub = classify_command(lenient, project_root=project_root, home=home, _lenient_pass=True)
+            if sub.hard_deny_rule:
+                c._note("destructive", sub.hard_deny_rule, sub.hard_deny_rule)
+    simple = (
+        len(node.pipelines) == 1
+        and len(node.pipelines[0]) == 1
+        and not parser.malformed
+        and not parser.comments
+        and not parser.separators
+        and len(c.segments) == 1
+        and _is_plain(node.pipelines[0][0])
+    )
+    programs = [s.program for s in c.segments if s.program]
+    reason = c.hard or c.reason or ("read-only command" if c.risk == "read_only" else "")
+    return ShellClassification(
+        risk=c.risk if c.hard is None else "destructive",
+        hard_deny_rule=c.hard,
+        segments=c.segments,
+        programs=programs,
+        simple=simple,
+        malformed=malformed,
+        reason=reason,
+        lenient=c.hard is not None and strict_hard is None,
+    )
+
+
+def _is_plain(cmd: _Cmd) -> bool:
+    if cmd.substs or cmd.groups or cmd.heredoc or cmd.proc_subst:
+        return False
+    if not cmd.words or any(w.dynamic for w in cmd.words):
+        return False
+    if _ASSIGNMENT.match(cmd.words[0].plain) or cmd.words[0].text in _RESERVED:
+        return False
+    for r in cmd.redirects:
+        if r.op in _WRITE_REDIRECTS and r.target is not None:
+            t = r.target.text
+            if not (_SAFE_DEVICES.match(t) or (r.op == ">&" and (t.isdigit() or t == "-"))):
+                return False
+    return True

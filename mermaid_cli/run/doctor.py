@@ -1,0 +1,203 @@
+"""`mermaid doctor`: would a run work here, and with what? Reports sources of keys, never values."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from mermaid_cli import __version__
+
+Status = Literal["ok", "warn", "fail"]
+
+
+@dataclass
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+
+def run_checks(
+    project_root: Path,
+    env: Mapping[str, str],
+    *,
+    profile: str | None = None,
+    overrides: list[str] | None = None,
+    model: str | None = None,
+    start_mcp: bool = False,
+) -> list[Check]:
+    from mermaid_cli.config.loader import data_dir, load_settings, user_config_dir
+    from mermaid_cli.core.errors import MermaidError
+
+    checks = [Check("mermaid", "ok", f"{__version__} on Python {platform.python_version()} ({sys.platform})")]
+    try:
+        loaded = load_settings(
+            project_root=project_root,
+            env=env,
+            profile=profile,
+            overrides=list(overrides or ()),
+            flags={"model": model},
+        )
+    except MermaidError as exc:
+        checks.append(Check("config", "fail", exc.message))
+        return checks
+    settings = loaded.settings
+    files = ", ".join(loaded.files) or f"none (user config would be {user_config_dir(env) / 'config.toml'})"
+    checks.append(Check("config", "ok", f"files: {files}"))
+    for warning in loaded.warnings:
+        checks.append(Check("config", "warn", warning))
+    checks.append(_model_check(settings, env))
+    from mermaid_cli.config.sections.safety import policy_digest
+
+    safety = settings.safety
+    checks.append(
+        Check(
+            "safety",
+            "ok",
+            f"mode {safety.mode}, {len(safety.overrides)} override rule(s), "
+            f"network {safety.network}, policy digest {policy_digest(safety)[:12]}",
+        )
+    )
+    checks.append(
+        Check(
+            "sandbox",
+            "warn" if (safety.network == "deny" or safety.filesystem == "project") else "ok",
+            "no OS sandbox on this build: --no-network and --confine-fs are enforced by the policy gate "
+            "(network commands denied, web tools removed), not by the kernel",
+        )
+    )
+    from mermaid_cli.run.runner import build_registry
+
+    registry = build_registry(settings, env, interactive=False)
+    checks.append(Check("tools", "ok", ", ".join(registry.names())))
+    from mermaid_cli.tools.catalog_web import web_search_status
+
+    status = web_search_status(settings, env, network_allowed=safety.network != "deny")
+    checks.append(Check("web_search", "ok" if "not available" not in status else "warn", status))
+    if safety.network != "deny":
+        from mermaid_cli.integrations.web.extract import readability_status
+
+        problem = readability_status()
+        checks.append(
+            Check(
+                "web_fetch",
+                "warn" if problem else "ok",
+                problem or "HTML pages: main-content extraction (trafilatura)",
+            )
+        )
+    rg = shutil.which("rg")
+    checks.append(
+        Check("ripgrep", "ok" if rg else "warn", rg or "rg not on PATH: grep uses the slower Python walker")
+    )
+    git = shutil.which("git")
+    checks.append(
+        Check("git", "ok" if git else "warn", git or "git not on PATH: --diff-out compares file copies")
+    )
+    checks.extend(_mcp_checks(settings, start_mcp))
+    data = data_dir(env)
+    checks.append(
+        Check(
+            "data dir",
+            "ok",
+            f"{data} (checkpoints); sessions in {project_root / '.mermaid' / 'conversations'}",
+        )
+    )
+    return checks
+
+
+def _model_check(settings: Any, env: Mapping[str, str]) -> Check:
+    from mermaid_cli.core.errors import MermaidError
+
+    model = settings.model
+    if model and model.startswith("replay/"):
+        path = Path(model[len("replay/") :])
+        return Check(
+            "model",
+            "ok" if path.exists() else "fail",
+            f"{model} ({'found' if path.exists() else 'file missing'})",
+        )
+    from mermaid_cli.providers.resolve import (
+        PRESETS,
+        _user_section,
+        canonical,
+        create_provider,
+        default_model,
+        split_model_id,
+    )
+
+    try:
+        model = default_model(settings, env)
+        provider = create_provider(model, settings, env)
+    except MermaidError as exc:
+        return Check("model", "fail", exc.message)
+    name = canonical(split_model_id(model)[0])
+    user = _user_section(settings, name)
+    env_vars = (
+        (user.api_key_env,)
+        if user is not None and user.api_key_env
+        else (PRESETS[name].key_env if name in PRESETS else ())
+    )
+    source = next((f"env {v}" for v in env_vars if env.get(v, "").strip()), None)
+    if source is None:
+        source = (
+            "OS keyring" if getattr(getattr(provider, "endpoint", None), "api_key", None) else "no key needed"
+        )
+    base = getattr(getattr(provider, "endpoint", None), "base_url", "")
+    return Check("model", "ok", f"{model} via {base} (key from {source})")
+
+
+def _mcp_checks(settings: Any, start: bool) -> list[Check]:
+    servers = settings.mcp_servers
+    if not servers:
+        return [Check("mcp", "ok", "no MCP servers configured")]
+    if not start:
+        names = ", ".join(
+            f"{n} ({'stdio' if s.command else 'http'}{'' if s.enabled else ', disabled'})"
+            for n, s in servers.items()
+        )
+        return [Check("mcp", "ok", f"configured: {names} (use --mcp to start them)")]
+    import asyncio
+
+    from mermaid_cli.integrations.mcp.manager import McpManager
+
+    async def probe() -> list[Any]:
+        manager = McpManager(servers, defer_tools=settings.mcp_defer_tools, client_version=__version__)
+        try:
+            return await manager.start()
+        finally:
+            await manager.aclose()
+
+    out = []
+    for st in asyncio.run(probe()):
+        if st.state == "ready":
+            out.append(
+                Check(
+                    f"mcp {st.name}",
+                    "ok",
+                    f"ready ({st.protocol_version}), {st.tools} tools, {st.prompts} prompts",
+                )
+            )
+        elif st.state == "disabled":
+            out.append(Check(f"mcp {st.name}", "ok", "disabled"))
+        else:
+            out.append(Check(f"mcp {st.name}", "warn", st.error or st.state))
+    return out
+
+
+def as_json(checks: list[Check]) -> dict[str, Any]:
+    return {"ok": all(c.status != "fail" for c in checks), "checks": [asdict(c) for c in checks]}
+
+
+def render(checks: list[Check]) -> str:
+    marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+    return "\n".join(f"{marks[c.status]}  {c.name:<12} {c.detail}" for c in checks)
+
+
+def environ() -> Mapping[str, str]:
+    return os.environ

@@ -1,0 +1,84 @@
+"""Where a run's events go: stdout in the chosen format, the session file, progress on stderr."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from mermaid_cli.core import events as ev
+
+
+class Output:
+    """Fans events out to stdout (per format), the session file and stderr progress."""
+
+    def __init__(self, fmt: str, io: Any, quiet: bool) -> None:
+        self.format = fmt
+        self.io = io
+        self.quiet = quiet
+        self.writer = ev.JsonlWriter(io.stdout)
+        self.session: Any = None  # SessionWriter once the session exists
+        self.started = False
+        self.redact: Callable[[str], str] = lambda text: text  # set once the run knows its secrets
+
+    def emit(self, event: ev._Event) -> None:
+        if self.format == "jsonl":
+            self.writer.write(event)
+        if self.session is not None and not isinstance(event, (ev.Text, ev.Reasoning)):
+            self.session.append("event", event=event.to_dict())
+        self._progress(event)
+
+    def _progress(self, event: ev._Event) -> None:
+        if isinstance(event, ev.Error):  # errors and warnings show even with -q
+            self.note(("retrying: " if event.retryable else "error: ") + event.message)
+            return
+        if self.quiet:
+            return
+        if isinstance(event, ev.ToolStarted):
+            self.note(f"{event.call_id} {event.name} {_brief(event.arguments)}")
+        elif isinstance(event, ev.ToolFinished):
+            mark = "ok" if event.status == "success" else event.status
+            self.note(f"{event.call_id} {mark}: {event.error or event.summary}")
+        elif isinstance(event, ev.ApprovalDecided) and event.verdict == "deny":
+            self.note(f"{event.call_id} denied by {event.by}: {event.reason or ''}")
+
+    def note(self, line: str) -> None:
+        try:
+            self.io.stderr.write(self.redact(f"mermaid: {line}\n"))
+            self.io.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def progress_line(self, line: str) -> None:
+        """Streamed tool output (a long test run stays visibly alive)."""
+        if not self.quiet:
+            try:
+                self.io.stderr.write(self.redact(f"  | {line}\n"))
+                self.io.stderr.flush()
+            except (OSError, ValueError):
+                pass
+
+    def final(self, result: ev.Result) -> None:
+        if self.format == "jsonl":
+            return  # the result line was already streamed
+        if self.format == "json":
+            payload = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        else:
+            # stdout is the answer only: errors went to stderr as they happened (a failed run
+            # leaves `> review.md` empty, never filled with an error message posing as the answer)
+            body = result.response
+            if self.format == "markdown" and result.errors:
+                body += "\n\n---\n\n## Errors\n\n" + "".join(f"- {e}\n" for e in result.errors)
+            payload = body if body.endswith("\n") or not body else body + "\n"
+        self.writer.write_bytes(payload.encode("utf-8", "replace"))
+        if self.format in ("text", "markdown"):
+            self.note(f"session: {result.session_id}")
+
+
+def _brief(arguments: dict[str, Any] | None) -> str:
+    if not arguments:
+        return ""
+    for key in ("command", "path", "url", "query", "pattern"):
+        if isinstance(arguments.get(key), str):
+            return arguments[key].splitlines()[0][:120] if arguments[key] else ""
+    return ""

@@ -1,0 +1,246 @@
+"""Checkpoints: a copy of the files a mutation is about to touch, so `mermaid restore ID` can put
+them back.
+
+Layout: `<data_dir>/checkpoints/<id>/manifest.json` and `<id>/files/<n>` (one copy per file that
+existed). A path that did not exist is recorded as such; restoring deletes it again (a directory
+only when it is empty). A restore first checkpoints the files it is about to overwrite, so a
+restore can itself be undone. Restores are confined to the recorded project root.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class CheckpointFile(BaseModel):
+    #: posix path relative to the project root (absolute for a path outside it)
+    path: str
+    existed: bool
+    kind: Literal["file", "dir", "symlink", "absent"] = "file"
+    #: relative to the checkpoint directory, when a copy was kept
+    snapshot: str | None = None
+    #: symlink target, when the path was a symlink
+    link: str | None = None
+    mode: int | None = None
+
+
+class Manifest(BaseModel):
+    id: str
+    session: str
+    created_at: str
+    reason: str = ""
+    project_path: str
+    files: list[CheckpointFile] = Field(default_factory=list)
+
+
+class RestoreReport(BaseModel):
+    id: str
+    restored: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    #: the checkpoint taken just before restoring (undo the restore with it)
+    pre_restore_checkpoint: str | None = None
+
+
+class CheckpointNotFound(KeyError):
+    pass
+
+
+def default_data_dir() -> Path:
+    """`$MERMAID_DATA_DIR`, else the platform's per-user data directory (where runs write them)."""
+    from mermaid_cli.config.loader import data_dir
+
+    return data_dir()
+
+
+class CheckpointStore:
+    def __init__(self, data_dir: Path, project_root: Path, session_id: str) -> None:
+        self.base = Path(data_dir) / "checkpoints"
+        self.project_root = Path(os.path.realpath(project_root))
+        self.session_id = session_id
+
+    # -- taking ---------------------------------------------------------------------------------
+
+    def __call__(self, paths: list[Path], reason: str) -> str:
+        """So the store itself can be `ToolContext.checkpoint`."""
+        return self.checkpoint(paths, reason)
+
+    def checkpoint(self, paths: list[Path], reason: str) -> str:
+        cid = f"checkpoint-{time.time_ns():x}-{secrets.token_hex(2)}"
+        final = self.base / cid
+        staging = self.base / f".{cid}.partial"
+        (staging / "files").mkdir(parents=True)
+        files: list[CheckpointFile] = []
+        seen: set[str] = set()
+        try:
+            for path in self._with_missing_parents([self._absolute(raw) for raw in paths]):
+                key = str(path)
+                if key in seen:
+                    continue
+                seen.add(key)
+                files.append(self._snapshot(path, staging, len(files)))
+            manifest = Manifest(
+                id=cid,
+                session=self.session_id,
+                created_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+                reason=reason,
+                project_path=str(self.project_root),
+                files=files,
+            )
+            (staging / "manifest.json").write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+            # a checkpoint appears whole or not at all
+            os.rename(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return cid
+
+    def _with_missing_parents(self, paths: list[Path]) -> list[Path]:
+        """Also record the missing directories a write will create, so a restore removes them."""
+        out = []
+        for path in paths:
+            out.append(path)
+            parent = path.parent
+            while parent != self.project_root and self.project_root in parent.parents and not parent.exists():
+                out.append(parent)
+                parent = parent.parent
+        return out
+
+    def _absolute(self, raw: Path) -> Path:
+        path = Path(raw)
+        if not path.is_absolute():
+            path = self.project_root / path
+        # the parent resolved, the final component kept: a symlink is recorded as a symlink
+        return Path(os.path.realpath(path.parent)) / path.name
+
+    def _record_path(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.project_root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def _snapshot(self, path: Path, staging: Path, n: int) -> CheckpointFile:
+        rec = self._record_path(path)
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            return CheckpointFile(path=rec, existed=False, kind="absent")
+        if path.is_symlink():
+            return CheckpointFile(path=rec, existed=True, kind="symlink", link=os.readlink(path))
+        if path.is_dir():
+            return CheckpointFile(path=rec, existed=True, kind="dir", mode=st.st_mode & 0o7777)
+        snapshot = f"files/{n}"
+        shutil.copyfile(path, staging / snapshot, follow_symlinks=False)
+        return CheckpointFile(
+            path=rec, existed=True, kind="file", snapshot=snapshot, mode=st.st_mode & 0o7777
+        )
+
+    # -- listing --------------------------------------------------------------------------------
+
+    def load(self, cid: str) -> Manifest:
+        if "/" in cid or "\\" in cid or cid.startswith("."):
+            raise CheckpointNotFound(cid)
+        path = self.base / cid / "manifest.json"
+        try:
+            return Manifest.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            raise CheckpointNotFound(cid) from None
+
+    def list(self, session_id: str | None = None, all_projects: bool = False) -> list[Manifest]:
+        """Checkpoints of this project (oldest first), optionally of one session only."""
+        out: list[Manifest] = []
+        if not self.base.is_dir():
+            return out
+        for entry in self.base.iterdir():
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            try:
+                manifest = Manifest.model_validate_json((entry / "manifest.json").read_bytes())
+            except (OSError, ValueError):
+                continue
+            if not all_projects and manifest.project_path != str(self.project_root):
+                continue
+            if session_id is not None and manifest.session != session_id:
+                continue
+            out.append(manifest)
+        out.sort(key=lambda m: (m.created_at, m.id))
+        return out
+
+    # -- restoring ------------------------------------------------------------------------------
+
+    def restore(self, cid: str) -> RestoreReport:
+        manifest = self.load(cid)
+        root = Path(manifest.project_path)
+        targets: list[tuple[CheckpointFile, Path]] = []
+        report = RestoreReport(id=cid)
+        for entry in manifest.files:
+            target = Path(entry.path) if Path(entry.path).is_absolute() else root / entry.path
+            if not Path(entry.path).is_absolute() and not _within(root, target):
+                report.skipped.append(entry.path)  # a manifest that points outside: never follow it
+                continue
+            targets.append((entry, target))
+        report.pre_restore_checkpoint = self.checkpoint([t for _e, t in targets], f"before restore {cid}")
+        # files before directories on delete (deepest first), directories before files on create
+        for entry, target in sorted(targets, key=lambda et: et[0].kind != "dir"):
+            if entry.kind == "dir":
+                target.mkdir(parents=True, exist_ok=True)
+                report.restored.append(entry.path)
+        for entry, target in targets:
+            if entry.kind == "file" and entry.snapshot is not None:
+                self._put_file(self.base / cid / entry.snapshot, target, entry.mode)
+                report.restored.append(entry.path)
+            elif entry.kind == "symlink" and entry.link is not None:
+                _remove(target)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(entry.link, target)
+                report.restored.append(entry.path)
+        for entry, target in sorted(targets, key=lambda et: -len(et[1].parts)):
+            if entry.kind == "absent" and (target.exists() or target.is_symlink()):
+                if target.is_dir() and not target.is_symlink():
+                    try:
+                        target.rmdir()
+                    except OSError:
+                        report.skipped.append(entry.path)  # a directory that is not empty now
+                        continue
+                else:
+                    target.unlink()
+                report.deleted.append(entry.path)
+        return report
+
+    def _put_file(self, snapshot: Path, target: Path, mode: int | None) -> None:
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            _remove(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # stream through a temp file in the target's directory: memory-bounded and atomic
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.restore"
+        try:
+            shutil.copyfile(snapshot, tmp)
+            if mode is not None:
+                os.chmod(tmp, mode)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def _within(root: Path, target: Path) -> bool:
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(target.parent)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)

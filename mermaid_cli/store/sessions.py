@@ -1,0 +1,262 @@
+"""Append-only JSONL session store: `<project>/.mermaid/conversations/<id>.jsonl`.
+
+Each line is `{"v": 1, "seq": n, "ts": ..., "kind": ..., ...}`:
+  started  {session_id, model, cwd, cli_version}      first line of a session file
+  run      {model, prompt_chars, resumed}             each run that appends to the session
+  message  {index, message}                           one committed conversation message
+  event    {event}                                    protocol events (text deltas excluded)
+  state    {tasks?, usage?, ...}                      snapshots restored by --resume
+  compaction {index, summary, removed: [indices]}     messages a compaction replaced
+Lines are flushed as they are written, so a crash leaves a file that still loads; a line that does
+not parse is reported and skipped, nothing else is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from mermaid_cli.core.errors import UsageError
+from mermaid_cli.core.types import Message
+
+FORMAT_VERSION = 1
+
+
+def conversations_dir(project_root: Path) -> Path:
+    return project_root / ".mermaid" / "conversations"
+
+
+def _ensure_dir(project_root: Path) -> Path:
+    d = conversations_dir(project_root)
+    if not d.is_dir():
+        d.mkdir(parents=True, exist_ok=True)
+        gitignore = project_root / ".mermaid" / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("# Mermaid's local run history stays out of git\nconversations/\n")
+    return d
+
+
+def new_session_id(now: datetime) -> str:
+    """Time-sortable id like `20261130_094211_123`."""
+    return now.strftime("%Y%m%d_%H%M%S_") + f"{now.microsecond // 1000:03d}"
+
+
+@dataclass
+class SessionData:
+    session_id: str
+    path: Path
+    messages: list[Message] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    started: dict[str, Any] = field(default_factory=dict)
+    bad_lines: list[str] = field(default_factory=list)
+    compacted: dict[int, int] = field(default_factory=dict)  # message index -> compaction number
+    all_messages: dict[int, Message] = field(default_factory=dict)  # every logged message by index
+    context_ids: list[int] = field(default_factory=list)  # log index of each message of `messages`
+    compactions: int = 0
+    runs: int = 0
+    last_seq: int = 0
+
+
+class SessionWriter:
+    """Appends lines to one session file. `redact` is applied to every line before it is written."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        redact: Callable[[str], str] = lambda s: s,
+        seq: int = 0,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.path = path
+        self._redact = redact
+        self._seq = seq
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._fh = path.open("a", encoding="utf-8")
+        os.chmod(path, 0o600)
+        self.message_count = 0
+        self.compactions = 0
+
+    def append(self, kind: str, **body: Any) -> None:
+        self._seq += 1
+        line = {"v": FORMAT_VERSION, "seq": self._seq, "ts": self._clock().isoformat(), "kind": kind, **body}
+        text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+        try:
+            self._fh.write(self._redact(text).encode("utf-8", "replace").decode("utf-8") + "\n")
+            self._fh.flush()
+        except ValueError:  # closed: a late event after the run ended
+            pass
+
+    def append_message(self, message: Message) -> int:
+        index = self.message_count
+        self.append("message", index=index, message=message.model_dump(mode="json", exclude_none=True))
+        self.message_count += 1
+        return index
+
+    def append_compaction(self, removed: list[int], context: list[int | None]) -> None:
+        """Mark `removed` messages as summarised away; `context` is the working context after it."""
+        self.compactions += 1
+        kept = [i for i in context if i is not None]
+        self.append("compaction", number=self.compactions, removed=removed, context=kept)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def create_session(project_root: Path, now: datetime, **writer_kw: Any) -> tuple[str, SessionWriter]:
+    """A new session file with a fresh time-sortable id (bumped on collision)."""
+    d = _ensure_dir(project_root)
+    stamp = now
+    for _ in range(1000):
+        sid = new_session_id(stamp)
+        path = d / f"{sid}.jsonl"
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            from datetime import timedelta
+
+            stamp = stamp + timedelta(milliseconds=1)
+            continue
+        os.close(fd)
+        return sid, SessionWriter(path, **writer_kw)
+    raise UsageError("could not allocate a session id")  # pragma: no cover
+
+
+def session_path(project_root: Path, session_id: str) -> Path:
+    if not session_id or "/" in session_id or "\\" in session_id or session_id.startswith("."):
+        raise UsageError(f"invalid session id {session_id!r}")
+    return conversations_dir(project_root) / f"{session_id}.jsonl"
+
+
+def load_session(project_root: Path, session_id: str) -> SessionData:
+    path = session_path(project_root, session_id)
+    if not path.is_file():
+        raise UsageError(f"session {session_id} not found under {conversations_dir(project_root)}")
+    return read_session_file(path)
+
+
+def read_session_file(path: Path) -> SessionData:
+    data = SessionData(session_id=path.stem, path=path)
+    messages: dict[int, Message] = {}
+    context: list[int] | None = None
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+                if not isinstance(line, dict):
+                    raise ValueError("not an object")
+                if line.get("v", 1) > FORMAT_VERSION:
+                    raise ValueError(f"format version {line['v']} is newer than this Mermaid reads")
+                data.last_seq = max(data.last_seq, int(line.get("seq", 0)))
+                kind = line.get("kind")
+                if kind == "started":
+                    data.started = line
+                elif kind == "run":
+                    data.runs += 1
+                elif kind == "message":
+                    messages[int(line["index"])] = Message.model_validate(line["message"])
+                elif kind == "state":
+                    data.state.update({k: v for k, v in line.items() if k not in ("v", "seq", "ts", "kind")})
+                elif kind == "compaction":
+                    data.compactions += 1
+                    number = int(line.get("number", data.compactions))
+                    for idx in line.get("removed", []):
+                        data.compacted[int(idx)] = number
+                    context = [int(i) for i in line.get("context", [])]
+            except (ValueError, KeyError, TypeError, ValidationError) as exc:
+                reason = str(exc).splitlines()[0][:200]
+                data.bad_lines.append(f"{path.name}:{lineno}: {reason}")
+    data.all_messages = messages
+    # The working context: the last compaction's context, then every message logged after it.
+    if context is None:
+        ids = sorted(messages)
+    else:
+        last = max(context, default=-1)
+        ids = [i for i in context if i in messages] + [i for i in sorted(messages) if i > last]
+    data.context_ids = ids
+    data.messages = [messages[i] for i in ids]
+    return data
+
+
+def archive_of(path: Path) -> list[Any]:
+    """Every logged message of a session, for `context_archive` (compacted ones included)."""
+    from mermaid_cli.tools.context import ArchivedMessage
+
+    data = read_session_file(path)
+    return [
+        ArchivedMessage(index=i, role=m.role, text=render_message(m), compacted_by=data.compacted.get(i))
+        for i, m in sorted(data.all_messages.items())
+    ]
+
+
+def render_message(message: Message) -> str:
+    from mermaid_cli.core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolCallBlock):
+            args = (
+                json.dumps(block.arguments, ensure_ascii=False)
+                if block.arguments is not None
+                else block.raw_arguments
+            )
+            parts.append(f"[tool call {block.name} {args}]")
+        elif isinstance(block, ToolResultBlock):
+            parts.append(f"[tool result{' (error)' if block.is_error else ''}]\n{block.content}")
+        elif isinstance(block, ReasoningBlock) and block.text:
+            parts.append(f"[reasoning] {block.text}")
+    return "\n".join(parts)
+
+
+def latest_session_id(project_root: Path) -> str | None:
+    d = conversations_dir(project_root)
+    if not d.is_dir():
+        return None
+    files = sorted(d.glob("*.jsonl"), key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+    for p in files:
+        if p.stat().st_size > 0:
+            return p.stem
+    return None
+
+
+@dataclass
+class SessionSummary:
+    session_id: str
+    updated_at: str
+    model: str
+    messages: int
+    runs: int
+    title: str
+
+
+def list_sessions(project_root: Path) -> list[SessionSummary]:
+    d = conversations_dir(project_root)
+    out: list[SessionSummary] = []
+    if not d.is_dir():
+        return out
+    for p in sorted(d.glob("*.jsonl")):
+        s = read_session_file(p)
+        first_user = next((m.text for m in s.messages if m.role == "user" and m.text), "")
+        updated = datetime.fromtimestamp(p.stat().st_mtime, UTC).isoformat(timespec="seconds")
+        out.append(
+            SessionSummary(
+                session_id=s.session_id,
+                updated_at=updated,
+                model=str(s.started.get("model", "")),
+                messages=len(s.messages),
+                runs=s.runs,
+                title=first_user.strip().splitlines()[0][:80] if first_user.strip() else "",
+            )
+        )
+    return out
