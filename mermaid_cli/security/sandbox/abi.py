@@ -168,7 +168,18 @@ _X86_64 = {
     "init_module": 175, "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304,
     "userfaultfd": 323, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+    # metadata changes (refused in read_only: Landlock does not cover chmod/chown/utimes/xattrs)
+    "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93,
+    "lchown": 94, "fchownat": 260, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280,
+    "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
+    "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466,
 }  # fmt: skip
+
+METADATA_SYSCALLS = (
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime",
+    "utimes", "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+    "lremovexattr", "fremovexattr", "setxattrat", "removexattrat",
+)  # fmt: skip
 
 _AARCH64 = {
     "socket": 198, "socketpair": 199, "clone": 220, "clone3": 435, "ptrace": 117, "capset": 91,
@@ -179,6 +190,9 @@ _AARCH64 = {
     "init_module": 105, "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265,
     "userfaultfd": 282, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+    "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "fchownat": 54, "fchown": 55, "utimensat": 88,
+    "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
+    "fremovexattr": 16, "setxattrat": 463, "removexattrat": 466,
 }  # fmt: skip
 
 ARCHES = {

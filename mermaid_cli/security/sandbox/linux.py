@@ -397,7 +397,9 @@ def prepare(
             prepared.rule_count = sum(_add_path_rule(ruleset_fd, p, r) for p, r in sorted(rules.items()))
             arch = abi.current_arch()
             assert arch is not None
-            code = seccomp.encode(seccomp.build_filter(arch, network=policy.network))
+            code = seccomp.encode(
+                seccomp.build_filter(arch, network=policy.network, metadata=policy.metadata_changes)
+            )
             filt = ctypes.create_string_buffer(code, len(code))
             fprog = _SockFprog(len(code) // 8, ctypes.addressof(filt))
             prepared._keep += [filt, fprog]

@@ -56,6 +56,8 @@ class SandboxPolicy:
     - `devices`: device files (or directories of them) readable, writable and ioctl-able.
     - `temp_dir`: the run's private temp dir (writable); children get it as TMPDIR.
     - `keep_capabilities`: capability numbers a uid-0 child keeps (default: none).
+    - `metadata_changes`: False refuses chmod/chown/utimes/xattrs everywhere (seccomp), since
+      Landlock does not mediate them; `read_only` sets it.
     """
 
     readable: tuple[Path, ...]
@@ -67,6 +69,7 @@ class SandboxPolicy:
     temp_dir: Path | None = None
     mode: str = "custom"
     keep_capabilities: tuple[int, ...] = ()
+    metadata_changes: bool = True
 
     def __post_init__(self) -> None:
         for name in ("readable", "writable", "read_only_within_writable", "deny_read", "devices"):
@@ -148,6 +151,7 @@ def for_mode(
             deny_read=deny,
             temp_dir=tmp,
             mode="read_only",
+            metadata_changes=False,
         )
     extra = tuple(Path(os.path.abspath(p)) for p in writable_roots)
     return SandboxPolicy(

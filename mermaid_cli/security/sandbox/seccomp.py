@@ -10,7 +10,9 @@ u32 k). What it refuses, with EPERM unless noted:
 - escape and snooping tools: io_uring (its ops bypass seccomp), namespaces (`unshare`, `setns`,
   `clone` with CLONE_NEW* flags; `clone3` gets ENOSYS so libc falls back to `clone`), mounts and
   the new mount API, `bpf`, `perf_event_open`, the keyring, `process_vm_readv/writev`,
-  `open_by_handle_at`, `userfaultfd`, kernel modules and kexec.
+  `open_by_handle_at`, `userfaultfd`, kernel modules and kexec;
+- in `read_only` (policy `metadata_changes=False`): chmod/chown/utimes/xattr syscalls, which
+  Landlock does not mediate.
 
 `ptrace` stays allowed: Landlock already limits it to processes inside the sandbox domain, and
 debuggers of the child's own children keep working.
@@ -46,7 +48,9 @@ def _if_nr(nr: int, block: list[Insn]) -> list[Insn]:
     return [(abi.BPF_JEQ_K, 0, len(block), nr), *block]
 
 
-def build_filter(arch: abi.Arch, *, network: bool) -> list[Insn]:
+def build_filter(arch: abi.Arch, *, network: bool, metadata: bool = True) -> list[Insn]:
+    """The program for `arch`; `network=False` allows only AF_UNIX sockets, `metadata=False`
+    refuses chmod/chown/utimes/xattr changes (EPERM) everywhere."""
     eperm = abi.SECCOMP_RET_ERRNO | abi.EPERM
     prog: list[Insn] = [
         _stmt(abi.BPF_LD_W_ABS, abi.SECCOMP_DATA_ARCH),
@@ -59,6 +63,10 @@ def build_filter(arch: abi.Arch, *, network: bool) -> list[Insn]:
     nrs = arch.syscalls
     for name in BLOCKED:
         prog += _if_nr(nrs[name], [_ret(eperm)])
+    if not metadata:
+        for name in abi.METADATA_SYSCALLS:
+            if name in nrs:
+                prog += _if_nr(nrs[name], [_ret(eperm)])
     prog += _if_nr(nrs["clone3"], [_ret(abi.SECCOMP_RET_ERRNO | abi.ENOSYS)])
     prog += _if_nr(
         nrs["clone"],
