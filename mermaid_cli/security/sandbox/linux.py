@@ -240,6 +240,25 @@ def _add_path_rule(ruleset_fd: int, path: str, rights: int) -> bool:
 # -- the prepared sandbox -------------------------------------------------------------------------
 
 
+class _Held:
+    """Kernel objects and ctypes buffers the pre-exec step uses by address. The step holds a
+    reference to this, so they live as long as any Popen can still call it; the ruleset fd is
+    closed by `PreparedSandbox.close()` (later children then fail closed) or on collection."""
+
+    def __init__(self) -> None:
+        self.ruleset_fd = -1
+        self.buffers: list[object] = []
+
+    def close(self) -> None:
+        if self.ruleset_fd >= 0:
+            os.close(self.ruleset_fd)
+            self.ruleset_fd = -1
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
 @dataclass
 class PreparedSandbox:
     """A policy turned into kernel objects, reusable for any number of children.
@@ -250,14 +269,13 @@ class PreparedSandbox:
 
     policy: SandboxPolicy | None
     support: KernelSupport
-    ruleset_fd: int = -1
     guard: OrphanGuard | None = None
     protect_strategy: str | None = None
     rule_count: int = 0
     caps_dropped: str = "none"
     no_new_privs: bool = True
     _mount_ro: list[tuple[bytes, int]] = field(default_factory=list)
-    _keep: list[object] = field(default_factory=list)  # ctypes buffers the child reads
+    _held: _Held = field(default_factory=_Held)
     preexec_fn: Callable[[], None] = field(default=lambda: None)
 
     @property
@@ -275,14 +293,13 @@ class PreparedSandbox:
         if self.guard is not None:
             self.guard.register(pid)
 
-    def close(self) -> None:
-        if self.ruleset_fd >= 0:
-            os.close(self.ruleset_fd)
-            self.ruleset_fd = -1
+    @property
+    def ruleset_fd(self) -> int:
+        return self._held.ruleset_fd
 
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
+    def close(self) -> None:
+        """Release the ruleset; children spawned with this sandbox afterwards exit 126."""
+        self._held.close()
 
     def describe(self) -> dict[str, object]:
         p = self.policy
@@ -367,7 +384,7 @@ def prepare(
             setattr(cap_data[1], attr, (value >> 32) & 0xFFFFFFFF)
     if not drop_bounding and not do_capset:
         prepared.caps_dropped = "none needed (no capabilities)"
-    prepared._keep += [cap_data, cap_header]
+    prepared._held.buffers += [cap_data, cap_header]
 
     # Landlock + seccomp
     ruleset_fd = -1
@@ -402,18 +419,19 @@ def prepare(
             )
             filt = ctypes.create_string_buffer(code, len(code))
             fprog = _SockFprog(len(code) // 8, ctypes.addressof(filt))
-            prepared._keep += [filt, fprog]
+            prepared._held.buffers += [filt, fprog]
             prog_addr = ctypes.addressof(fprog)
         except BaseException:
             os.close(ruleset_fd)
             raise
-        prepared.ruleset_fd = ruleset_fd
+        prepared._held.ruleset_fd = ruleset_fd
         prepared._mount_ro = mount_ro
     else:
         prepared.no_new_privs = no_new_privs_full_access
 
     prepared.preexec_fn = _make_pre_exec(
         funcs=funcs,
+        held=prepared._held,
         parent_pid=os.getpid(),
         cgroup_fd=guard.cgroup_procs_fd if guard is not None else -1,
         mount_ro=tuple(mount_ro),
@@ -430,6 +448,7 @@ def prepare(
 def _make_pre_exec(
     *,
     funcs: _Funcs,
+    held: _Held,
     parent_pid: int,
     cgroup_fd: int,
     mount_ro: tuple[tuple[bytes, int], ...],
@@ -494,6 +513,8 @@ def _make_pre_exec(
             prctl(abi.PR_CAP_AMBIENT, abi.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
         if capset_args is not None and capset(capset_args[0], capset_args[1]) != 0:
             fail("capabilities")
+        if ruleset_fd >= 0 and held.ruleset_fd != ruleset_fd:  # closed: never run unconfined
+            fail("landlock")
         if ruleset_fd >= 0 and syscall3(abi.SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, restrict_flags, 0) != 0:
             fail("landlock")
         if seccomp_prog and prctl(abi.PR_SET_SECCOMP, abi.SECCOMP_MODE_FILTER, seccomp_prog, 0, 0) != 0:
