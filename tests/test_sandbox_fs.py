@@ -9,15 +9,18 @@ import os
 import subprocess
 import uuid
 from pathlib import Path
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mermaid_cli.security.sandbox import PreparedSandbox, for_mode, prepare, probe
+from mermaid_cli.security.sandbox import Mode, PreparedSandbox, for_mode, prepare, probe
 
 SUPPORT = probe(env={})
-pytestmark = pytest.mark.skipif(SUPPORT.landlock_abi < 3 or not SUPPORT.seccomp_filter, reason="no Landlock/seccomp")
+pytestmark = pytest.mark.skipif(
+    SUPPORT.landlock_abi < 3 or not SUPPORT.seccomp_filter, reason="no Landlock/seccomp"
+)
 PY = "/usr/bin/python3"
 
 
@@ -34,14 +37,29 @@ def snapshot(root: Path) -> dict[str, tuple[object, ...]]:
                 out[str(p.relative_to(root))] = ("dir", st_.st_mode, st_.st_mtime_ns)
             else:
                 digest = hashlib.sha256(p.read_bytes()).hexdigest()
-                out[str(p.relative_to(root))] = ("file", st_.st_mode, st_.st_size, st_.st_mtime_ns, digest, st_.st_uid)
+                out[str(p.relative_to(root))] = (
+                    "file",
+                    st_.st_mode,
+                    st_.st_size,
+                    st_.st_mtime_ns,
+                    digest,
+                    st_.st_uid,
+                )
     return out
 
 
 @pytest.fixture
 def tree(tmp_path: Path) -> dict[str, Path]:
     proj, home, priv, outside = (tmp_path / n for n in ("proj", "home", "priv", "outside"))
-    for d in (proj / "sub", proj / ".git" / "hooks", proj / ".mermaid", home / ".ssh", home / ".aws", priv, outside):
+    for d in (
+        proj / "sub",
+        proj / ".git" / "hooks",
+        proj / ".mermaid",
+        home / ".ssh",
+        home / ".aws",
+        priv,
+        outside,
+    ):
         d.mkdir(parents=True)
     (proj / "f.txt").write_text("alpha\n")
     (proj / "sub" / "g.txt").write_text("beta\n")
@@ -58,8 +76,8 @@ def tree(tmp_path: Path) -> dict[str, Path]:
     return {"proj": proj, "home": home, "priv": priv, "outside": outside, "tmp": tmp_path}
 
 
-def sandbox(tree: dict[str, Path], mode: str = "read_only", **kw: object) -> PreparedSandbox:
-    policy = for_mode(mode, project_root=tree["proj"], temp_dir=tree["priv"], home=tree["home"], **kw)  # type: ignore[arg-type]
+def sandbox(tree: dict[str, Path], mode: str = "read_only") -> PreparedSandbox:
+    policy = for_mode(cast(Mode, mode), project_root=tree["proj"], temp_dir=tree["priv"], home=tree["home"])
     return prepare(policy, support=SUPPORT)
 
 
@@ -67,7 +85,7 @@ def run(sb: PreparedSandbox, cmd: str, tree: dict[str, Path]) -> subprocess.Comp
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tree["home"]), "TMPDIR": str(sb.tmpdir), "LC_ALL": "C"}
     return subprocess.run(
         ["/bin/bash", "-c", cmd], cwd=tree["proj"], env=env, capture_output=True, text=True, timeout=20,
-        close_fds=True, start_new_session=True, **sb.popen_kwargs(),  # type: ignore[arg-type]
+        close_fds=True, start_new_session=True, **sb.popen_kwargs(),
     )  # fmt: skip
 
 
@@ -98,10 +116,16 @@ def test_read_only_writes_change_nothing(tree: dict[str, Path]) -> None:
 
 def test_read_only_reads_work_and_temp_is_writable(tree: dict[str, Path]) -> None:
     sb = sandbox(tree)
-    r = run(sb, "cat f.txt sub/g.txt && ls /usr >/dev/null && cat ~/.bashrc ~/notes.txt && ls ~ | wc -l", tree)
+    r = run(
+        sb, "cat f.txt sub/g.txt && ls /usr >/dev/null && cat ~/.bashrc ~/notes.txt && ls ~ | wc -l", tree
+    )
     assert r.returncode == 0, r.stderr
     assert "alpha" in r.stdout and "beta" in r.stdout and "notes" in r.stdout
-    r = run(sb, f'echo scratch > "$TMPDIR/t" && cat "$TMPDIR/t" && {PY} -c "import tempfile; tempfile.mkstemp()"', tree)
+    r = run(
+        sb,
+        f'echo scratch > "$TMPDIR/t" && cat "$TMPDIR/t" && {PY} -c "import tempfile; tempfile.mkstemp()"',
+        tree,
+    )
     assert r.returncode == 0 and "scratch" in r.stdout, r.stderr
     r = run(sb, "echo hi > /dev/null && echo out > /dev/stdout && head -c 4 /dev/urandom | wc -c", tree)
     assert r.returncode == 0 and "out" in r.stdout, r.stderr
@@ -202,7 +226,9 @@ def test_property_no_write_outside_writable_roots(prop_tree: dict[str, Path], re
     outside_before = snapshot(prop_tree["outside"])
     git_before = snapshot(prop_tree["proj"] / ".git")
     home_before = snapshot(prop_tree["home"])
-    policy = for_mode("auto", project_root=prop_tree["proj"], temp_dir=prop_tree["priv"], home=prop_tree["home"])
+    policy = for_mode(
+        "auto", project_root=prop_tree["proj"], temp_dir=prop_tree["priv"], home=prop_tree["home"]
+    )
     sb = prepare(policy, support=SUPPORT)
     script = (
         "import os, sys\n"
@@ -213,7 +239,7 @@ def test_property_no_write_outside_writable_roots(prop_tree: dict[str, Path], re
         "        except Exception: pass\n"
     )
     subprocess.run([PY, "-c", script, *rels], cwd=prop_tree["proj"], env={"PATH": "/usr/bin"}, timeout=20,
-                   capture_output=True, **sb.popen_kwargs())  # type: ignore[arg-type]  # fmt: skip
+                   capture_output=True, **sb.popen_kwargs())  # fmt: skip
     assert snapshot(prop_tree["outside"]) == outside_before
     assert snapshot(prop_tree["proj"] / ".git") == git_before
     assert snapshot(prop_tree["home"]) == home_before

@@ -9,13 +9,16 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from mermaid_cli.security.sandbox import PreparedSandbox, for_mode, prepare, probe
+from mermaid_cli.security.sandbox import Mode, PreparedSandbox, for_mode, prepare, probe
 
 SUPPORT = probe(env={})
-pytestmark = pytest.mark.skipif(SUPPORT.landlock_abi < 3 or not SUPPORT.seccomp_filter, reason="no Landlock/seccomp")
+pytestmark = pytest.mark.skipif(
+    SUPPORT.landlock_abi < 3 or not SUPPORT.seccomp_filter, reason="no Landlock/seccomp"
+)
 PY = "/usr/bin/python3"
 
 
@@ -46,17 +49,27 @@ def listener() -> Iterator[int]:
 def make(tmp_path: Path, network: bool, mode: str = "auto") -> PreparedSandbox:
     (tmp_path / "proj").mkdir(exist_ok=True)
     (tmp_path / "priv").mkdir(exist_ok=True)
-    policy = for_mode(mode, project_root=tmp_path / "proj", temp_dir=tmp_path / "priv", network=network, home=tmp_path)  # type: ignore[arg-type]
+    policy = for_mode(
+        cast(Mode, mode),
+        project_root=tmp_path / "proj",
+        temp_dir=tmp_path / "priv",
+        network=network,
+        home=tmp_path,
+    )
     return prepare(policy, support=SUPPORT)
 
 
 def run(sb: PreparedSandbox, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=cwd, env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=20,
-                          **sb.popen_kwargs())  # type: ignore[arg-type]  # fmt: skip
+                          **sb.popen_kwargs())  # fmt: skip
 
 
 def tcp(port: int) -> list[str]:
-    return [PY, "-c", f"import socket; s = socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"]
+    return [
+        PY,
+        "-c",
+        f"import socket; s = socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')",
+    ]
 
 
 @pytest.mark.parametrize("mode", ["read_only", "auto"])
@@ -112,7 +125,7 @@ def test_unix_sockets_still_work(tmp_path: Path) -> None:
     )
     sb = make(tmp_path, False)
     r = subprocess.run([PY, "-c", code], cwd=tmp_path, env={"PATH": "/usr/bin", "TMPDIR": str(sb.tmpdir)},
-                       capture_output=True, text=True, timeout=20, **sb.popen_kwargs())  # type: ignore[arg-type]  # fmt: skip
+                       capture_output=True, text=True, timeout=20, **sb.popen_kwargs())  # fmt: skip
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
 
 

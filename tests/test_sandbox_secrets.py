@@ -20,7 +20,9 @@ import pytest
 from mermaid_cli.security.sandbox import probe
 
 SUPPORT = probe(env={})
-pytestmark = pytest.mark.skipif(SUPPORT.landlock_abi < 3 or not SUPPORT.seccomp_filter, reason="no Landlock/seccomp")
+pytestmark = pytest.mark.skipif(
+    SUPPORT.landlock_abi < 3 or not SUPPORT.seccomp_filter, reason="no Landlock/seccomp"
+)
 
 CHILD = r"""
 import json, os
@@ -117,7 +119,7 @@ def test_full_access_child_lost_only_memory_reaching_caps(tmp_path: Path) -> Non
     from mermaid_cli.security.sandbox import prepare
 
     r = subprocess.run(["grep", "-E", "^Cap(Eff|Bnd)", "/proc/self/status"], capture_output=True, text=True,
-                       **prepare(None).popen_kwargs())  # type: ignore[arg-type]  # fmt: skip
+                       **prepare(None).popen_kwargs())  # fmt: skip
     caps = {line.split(":")[0]: int(line.split()[1], 16) for line in r.stdout.splitlines()}
     for cap in (19, 16, 17, 21, 38, 39):  # SYS_PTRACE, SYS_MODULE, SYS_RAWIO, SYS_ADMIN, PERFMON, BPF
         assert not caps["CapBnd"] >> cap & 1 and not caps["CapEff"] >> cap & 1

@@ -15,6 +15,7 @@ Wiring, once per run in the parent (on the event loop's thread, which lives as l
     sandbox.close(); guard.close()
 """
 
+from mermaid_cli.security.sandbox import abi, seccomp
 from mermaid_cli.security.sandbox.guard import OrphanGuard
 from mermaid_cli.security.sandbox.linux import PreparedSandbox, SandboxUnavailable, harden_parent, prepare
 from mermaid_cli.security.sandbox.policy import Mode, SandboxPolicy, for_mode
@@ -31,5 +32,7 @@ __all__ = [
     "for_mode",
     "harden_parent",
     "prepare",
+    "abi",
     "probe",
+    "seccomp",
 ]

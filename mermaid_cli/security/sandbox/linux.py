@@ -43,6 +43,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from mermaid_cli.errors import MermaidError
 from mermaid_cli.security.sandbox import abi, seccomp
@@ -240,6 +241,11 @@ def _add_path_rule(ruleset_fd: int, path: str, rights: int) -> bool:
 # -- the prepared sandbox -------------------------------------------------------------------------
 
 
+class PopenKwargs(TypedDict):
+    preexec_fn: Callable[[], None]
+    pass_fds: tuple[int, ...]
+
+
 class _Held:
     """Kernel objects and ctypes buffers the pre-exec step uses by address. The step holds a
     reference to this, so they live as long as any Popen can still call it; the ruleset fd is
@@ -286,8 +292,8 @@ class PreparedSandbox:
     def pass_fds(self) -> tuple[int, ...]:
         return ()  # the ruleset and cgroup fds are used before Popen closes fds; none survive exec
 
-    def popen_kwargs(self) -> dict[str, object]:
-        return {"preexec_fn": self.preexec_fn}
+    def popen_kwargs(self) -> PopenKwargs:
+        return {"preexec_fn": self.preexec_fn, "pass_fds": self.pass_fds}
 
     def register(self, pid: int) -> None:
         if self.guard is not None:
