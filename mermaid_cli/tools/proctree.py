@@ -19,6 +19,10 @@ import signal
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mermaid_cli.security.sandbox import PreparedSandbox
 
 OnOutput = Callable[[int, bytes], None]  # (1 = stdout | 2 = stderr, data)
 OnEvent = Callable[[], None]
@@ -106,7 +110,13 @@ class Child:
         env: Mapping[str, str],
         on_output: OnOutput,
         on_event: OnEvent = lambda: None,
+        sandbox: PreparedSandbox | None = None,
     ) -> Child:
+        """Start `argv`; with `sandbox`, its pre-exec step confines the child before exec.
+
+        Call from the event loop's thread: a sandboxed child's PR_SET_PDEATHSIG fires when the
+        thread that forked it exits.
+        """
         popen = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -116,7 +126,11 @@ class Child:
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
+            preexec_fn=sandbox.preexec_fn if sandbox is not None else None,
+            pass_fds=sandbox.pass_fds if sandbox is not None else (),
         )
+        if sandbox is not None:
+            sandbox.register(popen.pid)
         child = cls(popen, on_output, on_event)
         try:
             await child._attach()

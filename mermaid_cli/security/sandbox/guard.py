@@ -1,0 +1,208 @@
+"""The orphan guard: nothing started for the model outlives Mermaid, even after `kill -9`.
+
+Owned here: a tiny watchdog process (this file, run as a script with `python -I -S`, so it
+imports nothing from Mermaid) and `OrphanGuard`, its parent-side handle.
+
+Why a separate process: a killed Mermaid can run no cleanup, and `PR_SET_PDEATHSIG` reaches only
+direct children; a grandchild started with `sleep 300 &` (or `setsid`) is re-parented to init
+and survives. The guard holds the read end of a pipe whose only write end is Mermaid's
+(close-on-exec, so no child inherits it); when Mermaid exits for any reason the guard reads EOF
+and kills what is left:
+
+- cgroup v2 (preferred, when our cgroup is writable: root in CI containers, systemd delegation):
+  each child moves itself into a per-run cgroup before exec (`cgroup.procs`, fd opened by the
+  parent); descendants inherit it and a sandboxed child cannot leave it (Landlock refuses writes
+  beneath /sys). On EOF the guard writes `cgroup.kill` (or SIGKILLs each member), waits until
+  the cgroup is empty and removes it. Nothing escapes, `setsid` included.
+- fallback (no writable cgroup): Mermaid registers each child's pid (the leader of its own
+  session and process group) through the pipe; on EOF the guard SIGKILLs every process whose
+  session or process group is a registered one, until none is left. A descendant that calls
+  `setsid()` itself escapes this mode; `describe()` says which mode is in force.
+
+Why not a PID namespace: the command would run as PID 1 (no default signal dispositions, so
+SIGTERM is ignored), background jobs would die with their shell, and /proc would need a
+remount; and it needs CAP_SYS_ADMIN or a user namespace anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+_POLL = 0.02
+
+
+def _members(sids: set[int]) -> list[int]:
+    found: list[int] = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) < 4 or fields[0] in ("Z", "X"):
+            continue
+        pid = int(entry)
+        if pid != me and (int(fields[2]) in sids or int(fields[3]) in sids):
+            found.append(pid)
+    return found
+
+
+def _cgroup_members(cgroup: str) -> list[int]:
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs")) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _kill_cgroup(cgroup: str, deadline: float) -> None:
+    killfile = os.path.join(cgroup, "cgroup.kill")
+    while time.monotonic() < deadline:
+        if os.path.exists(killfile):
+            with contextlib.suppress(OSError), open(killfile, "w") as f:
+                f.write("1")
+        for pid in _cgroup_members(cgroup):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            os.rmdir(cgroup)  # EBUSY while a member (or a zombie not yet reaped) remains
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(_POLL)
+
+
+def _kill_sessions(sids: set[int], deadline: float) -> None:
+    while sids and time.monotonic() < deadline:
+        for sid in sids:
+            with contextlib.suppress(OSError):
+                os.killpg(sid, signal.SIGKILL)
+        left = _members(sids)
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(_POLL)
+
+
+def main(argv: list[str]) -> int:
+    fd = int(argv[1])
+    cgroup = None if argv[2] == "-" else argv[2]
+
+    def _stop(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _stop)
+    sids: set[int] = set()
+    pending = b""
+    try:
+        while True:
+            data = os.read(fd, 4096)
+            if not data:
+                break
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            sids.update(int(x) for x in lines if x.strip().isdigit())
+    finally:
+        deadline = time.monotonic() + 10.0
+        if cgroup is not None:
+            _kill_cgroup(cgroup, deadline)
+        _kill_sessions(sids, deadline)
+    return 0
+
+
+class OrphanGuard:
+    """Parent-side handle: `OrphanGuard.start(cgroup_parent)` once per run, `close()` at the end.
+
+    `cgroup_parent` is a writable cgroup v2 directory (`KernelSupport.cgroup`) or None for the
+    session-tracking fallback. Spawn children from a long-lived thread (the event loop's), since
+    their PR_SET_PDEATHSIG fires when the *thread* that forked them exits.
+    """
+
+    def __init__(self, write_fd: int, process: subprocess.Popen[bytes], cgroup: str | None) -> None:
+        self._write_fd: int | None = write_fd
+        self._process = process
+        self.cgroup = cgroup
+        self.cgroup_procs_fd = -1
+        if cgroup is not None:
+            self.cgroup_procs_fd = os.open(os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+
+    @property
+    def mode(self) -> str:
+        return "cgroup" if self.cgroup is not None else "session"
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @classmethod
+    def start(cls, cgroup_parent: str | None) -> OrphanGuard:
+        cgroup = None
+        if cgroup_parent is not None:
+            candidate = os.path.join(cgroup_parent, f"mermaid-{os.getpid()}-{secrets.token_hex(4)}")
+            try:
+                os.mkdir(candidate)
+                cgroup = candidate
+            except OSError:
+                cgroup = None
+        read_fd, write_fd = os.pipe()  # both close-on-exec: no child inherits the write end
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-I", "-S", os.path.abspath(__file__), str(read_fd), cgroup or "-"],
+                pass_fds=(read_fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except BaseException:
+            os.close(write_fd)
+            if cgroup is not None:
+                with contextlib.suppress(OSError):
+                    os.rmdir(cgroup)
+            raise
+        finally:
+            os.close(read_fd)
+        try:
+            return cls(write_fd, process, cgroup)
+        except OSError:
+            os.close(write_fd)
+            process.wait()
+            raise
+
+    def register(self, pid: int) -> None:
+        """Record a spawned child (needed by the session fallback; harmless with a cgroup)."""
+        if self._write_fd is not None and self.cgroup is None:
+            os.write(self._write_fd, f"{pid}\n".encode())
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Kill everything still running under the guard and wait for the guard to finish."""
+        if self._write_fd is not None:
+            os.close(self._write_fd)
+            self._write_fd = None
+        if self.cgroup_procs_fd >= 0:
+            os.close(self.cgroup_procs_fd)
+            self.cgroup_procs_fd = -1
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout)
+
+    def describe(self) -> dict[str, object]:
+        return {"mode": self.mode, "cgroup": self.cgroup, "pid": self.pid}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

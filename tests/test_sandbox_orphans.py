@@ -1,0 +1,101 @@
+"""After `kill -9` of a real parent that spawned through the sandbox API, nothing it started
+survives: not the child, not a backgrounded grandchild, not (with a cgroup) a `setsid` one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mermaid_cli.security.sandbox import probe
+
+SUPPORT = probe(env={})
+pytestmark = pytest.mark.skipif(
+    SUPPORT.landlock_abi < 3 or not SUPPORT.seccomp_filter, reason="no Landlock/seccomp"
+)
+
+PARENT = r"""
+import subprocess, sys, time
+from pathlib import Path
+from mermaid_cli.security.sandbox import OrphanGuard, for_mode, prepare, probe
+mode, base, script = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+support = probe()
+guard = OrphanGuard.start(support.cgroup)
+policy = None if mode == "full_access" else for_mode(
+    "auto", project_root=base / "proj", temp_dir=base / "priv", home=base / "home")
+sb = prepare(policy, guard=guard, support=support)
+p = subprocess.Popen(["/bin/bash", "-c", script], cwd=base, env={"PATH": "/usr/bin:/bin"},
+                     start_new_session=True, close_fds=True, **sb.popen_kwargs())
+sb.register(p.pid)
+print(guard.mode, flush=True)
+time.sleep(300)
+"""
+
+
+def marked(marker: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state not in ("Z", "X"):
+            pids.append(int(entry))
+    return pids
+
+
+def wait_for(cond: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize(
+    ("mode", "force", "expect_guard", "with_setsid"),
+    [
+        ("auto", "", "cgroup", True),
+        ("full_access", "", "cgroup", True),
+        ("auto", "cgroup", "session", False),
+        ("full_access", "cgroup", "session", False),
+    ],
+)
+def test_kill_9_leaves_nothing(
+    tmp_path: Path, mode: str, force: str, expect_guard: str, with_setsid: bool
+) -> None:
+    if expect_guard == "cgroup" and SUPPORT.cgroup is None:
+        pytest.skip("no writable cgroup v2 here")
+    for sub in ("proj", "priv", "home"):
+        (tmp_path / sub).mkdir()
+    marker = f"mermaid-orphan-{uuid.uuid4().hex}"
+    parts = [f"(exec -a {marker}-bg sleep 300) &", f"(nohup bash -c 'exec -a {marker}-nohup sleep 300' &)"]
+    if with_setsid:
+        parts.append(f"setsid bash -c 'exec -a {marker}-setsid sleep 300' &")
+    script = "\n".join([*parts, f"exec -a {marker}-leader sleep 300"])
+    env = {**os.environ, "MERMAID_SANDBOX_FORCE_UNAVAILABLE": force}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, mode, str(tmp_path), script], env=env,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert parent.stdout is not None
+        assert parent.stdout.readline().strip() == expect_guard
+        expected = 3 + with_setsid
+        assert wait_for(lambda: len(marked(marker)) >= expected, 10), marked(marker)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        assert wait_for(lambda: not marked(marker), 10), f"survivors: {marked(marker)}"
+    finally:
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)
+        if parent.poll() is None:
+            parent.kill()
