@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from mermaid_cli.agent import compaction as cmp
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import LimitReached, ProviderError
+from mermaid_cli.core.text import cap_text
 from mermaid_cli.core.types import (
     Decision,
     GateResult,
@@ -29,6 +30,7 @@ from mermaid_cli.core.types import (
     Usage,
 )
 from mermaid_cli.providers.base import NullSink, Provider
+from mermaid_cli.security.redact import redact_obj
 from mermaid_cli.tools.base import Tool, ToolContext, ToolRegistry
 
 EVENT_OUTPUT_CHARS = 8 * 1024
@@ -86,10 +88,7 @@ class RunStats:
 
 
 def _cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    head = limit // 2
-    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-(limit - head) :]}"
+    return cap_text(text, limit, head_share=0.5)
 
 
 def _cap_args(value: Any) -> Any:
@@ -468,13 +467,7 @@ class Agent:
         )
 
     def redact_obj(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, dict):
-            return {k: self.redact_obj(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.redact_obj(v) for v in value]
-        return value
+        return redact_obj(value, self.redact)
 
     async def aclose(self) -> None:
         """Run every cleanup tools registered (background processes, servers), however the run ended."""

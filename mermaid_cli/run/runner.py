@@ -28,6 +28,7 @@ from mermaid_cli.core.errors import (
     RunTimeout,
     UsageError,
 )
+from mermaid_cli.core.text import cap_text
 from mermaid_cli.run.output import Output
 
 FORMATS = ("text", "json", "jsonl", "markdown")
@@ -864,7 +865,7 @@ class _RecordingReviewer:
 
 
 def _tail(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"[... {len(text) - limit} characters cut ...]\n{text[-limit:]}"
+    return cap_text(text, limit, head_share=0)
 
 
 def context_window(model_id: str) -> int:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from mermaid_cli.core.text import cap_text as text_cap
 from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
 
 # Every result the model sees is capped; the note says how much was cut.
@@ -87,13 +88,8 @@ def _strip_titles(node: Any) -> Any:
 
 
 def cap_text(text: str, limit: int = MAX_RESULT_CHARS) -> str:
-    """Keep head and tail of `text` within `limit` characters, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 3
-    tail = limit - head
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
+    """A tool result within `limit` characters (head and tail kept; see `core.text.cap_text`)."""
+    return text_cap(text, limit)
 
 
 class ToolRegistry:

@@ -2,7 +2,7 @@
 
 Owns: the typed policy (`policy.py`), feature detection (`probe.py`), the Landlock + seccomp +
 prctl backend (`linux.py`, constants in `abi.py`, BPF in `seccomp.py`) and the orphan guard
-(`guard.py`). Imports only the standard library and `mermaid_cli.errors`.
+(`guard.py`). Imports only the standard library and `mermaid_cli.core.errors`.
 
 Wiring, once per run in the parent (on the event loop's thread, which lives as long as the run):
 
