@@ -32,7 +32,7 @@ def make_archive() -> list[ArchivedMessage]:
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     archive = make_archive()
-    return ToolContext(project_root=tmp_path, state={"archive": lambda: archive})
+    return ToolContext(project_root=tmp_path, archive=lambda: archive)
 
 
 async def call(ctx: ToolContext, name: str, **arguments: Any) -> ToolResult:
@@ -99,7 +99,7 @@ async def test_list_everything(ctx):
 
 async def test_long_list_is_paged(tmp_path):
     archive = [ArchivedMessage(i, "assistant", f"message number {i} " * 20) for i in range(2000)]
-    ctx = ToolContext(project_root=tmp_path, state={"archive": lambda: archive})
+    ctx = ToolContext(project_root=tmp_path, archive=lambda: archive)
     first = await call(ctx, "context_archive")
     assert len(first.content) <= PAGE_CHARS + 200 and "char_offset=" in first.content
     offset = int(first.content.split("char_offset=")[1].split("]")[0])
@@ -120,19 +120,18 @@ async def test_no_archive_in_this_run(tmp_path):
 
 async def test_archive_is_read_fresh_each_call(tmp_path):
     log: list[ArchivedMessage] = []
-    ctx = ToolContext(project_root=tmp_path, state={"archive": lambda: list(log)})
+    ctx = ToolContext(project_root=tmp_path, archive=lambda: list(log))
     assert "empty" in (await call(ctx, "context_archive")).content
     log.append(ArchivedMessage(0, "user", "hello"))
     assert "#0 user" in (await call(ctx, "context_archive", query="HELLO")).content
 
 
 async def test_compact_context_records_the_request(ctx):
+    # the request travels in the result, typed, for the loop to honour before its next call
     result = await call(ctx, "compact_context", focus="  the port fix  ")
-    assert not result.is_error
-    assert ctx.state["compact_requested"] == "the port fix"
-    del ctx.state["compact_requested"]
-    await call(ctx, "compact_context")
-    assert ctx.state["compact_requested"] == ""
+    assert not result.is_error and result.compaction_focus == "the port fix"
+    assert (await call(ctx, "compact_context")).compaction_focus == ""
+    assert (await call(ctx, "context_archive")).compaction_focus is None
 
 
 def test_catalog():
@@ -173,7 +172,7 @@ async def test_two_compactions_and_the_answer_is_still_in_the_archive(tmp_path):
         live.append(message)
         live_ids.append(len(log) - 1)
 
-    ctx = ToolContext(project_root=tmp_path, state={"archive": lambda: list(log)})
+    ctx = ToolContext(project_root=tmp_path, archive=lambda: list(log))
     window_tokens, compactions = 20_000, 0
     append(Message.user_text("Find the build id and fix the release script."))
     for turn in range(40):

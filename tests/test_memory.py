@@ -36,7 +36,7 @@ def user_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ctx(project: Path, user_dir: Path) -> ToolContext:
-    return ToolContext(project_root=project, state={"user_config_dir": str(user_dir), "safety_mode": "auto"})
+    return ToolContext(project_root=project, user_config_dir=user_dir, safety_mode="auto")
 
 
 async def call(ctx: ToolContext, env: dict[str, str] | None = None, **arguments: Any) -> ToolResult:
@@ -118,7 +118,7 @@ async def test_bad_names_and_missing_fields(ctx, project):
 
 async def test_writes_refused_in_read_only(ctx, project):
     await call(ctx, action="remember", name="keep", description="d", content="c")
-    ctx.state["safety_mode"] = "read_only"
+    ctx.safety_mode = "read_only"
     for arguments in [
         {"action": "remember", "name": "new", "description": "d", "content": "c"},
         {"action": "update", "name": "keep", "content": "changed"},

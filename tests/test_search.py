@@ -107,7 +107,7 @@ async def test_glob_cap_is_said(tmp_path):
 
 
 def python_ctx(root: Path) -> ToolContext:
-    return ToolContext(project_root=root, state={"grep_backend": "python"})
+    return ToolContext(project_root=root, grep_backend="python")
 
 
 async def test_python_grep_output_format(root):

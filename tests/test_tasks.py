@@ -158,9 +158,9 @@ def test_elapsed_and_tokens_tracked():
 
 async def test_tokens_from_loop_state(registry, ctx, events):
     await call(registry, ctx, "task_create", tasks=[{"subject": "A"}])
-    ctx.state["tokens_total"] = 1000
+    ctx.tokens_total = 1000
     await call(registry, ctx, "task_update", updates=[{"id": 1, "status": "in_progress"}])
-    ctx.state["tokens_total"] = 1600
+    ctx.tokens_total = 1600
     await call(registry, ctx, "task_update", updates=[{"id": 1, "status": "completed"}])
     assert events[-1]["tasks"][0]["tokens_spent"] == 600
 
@@ -170,12 +170,12 @@ async def test_store_round_trips_for_resume(registry, ctx, tmp_path):
         registry, ctx, "task_create", tasks=[{"subject": "A", "active_form": "Doing A"}, {"subject": "B"}]
     )
     await call(registry, ctx, "task_update", updates=[{"id": 2, "status": "blocked", "note": "waiting"}])
-    saved = ctx.state["tasks"].to_json()
+    saved = ctx.tasks.to_json()
     (tmp_path / "tasks.json").write_text(saved)
 
     restored = TaskStore.from_json((tmp_path / "tasks.json").read_text())
-    assert restored.render() == ctx.state["tasks"].render()
-    fresh = ToolContext(project_root=tmp_path, state={"tasks": restored})
+    assert restored.render() == ctx.tasks.render()
+    fresh = ToolContext(project_root=tmp_path, tasks=restored)
     result = await call(registry, fresh, "task_create", tasks=[{"subject": "C"}])
     assert "3. [pending] C" in result.content  # ids continue after a resume
     assert TaskStore.from_dict(restored.to_dict()).to_json() == restored.to_json()

@@ -156,6 +156,7 @@ class Agent:
         self.provider = provider
         self.registry = registry
         self.ctx = ctx
+        self._compaction_focus: str | None = None  # a tool's request, honoured before the next call
         self.emit = emit
         self.system_prompt = system_prompt
         history = list(history or [])
@@ -289,7 +290,7 @@ class Agent:
         self.stats.num_turns += 1
         usage = self._after_call(turn, turn.stop_reason)
         self.context_tokens = usage.total_tokens if turn.usage is not None else self._estimate_tokens() + 100
-        self.ctx.state["tokens_total"] = self.stats.usage.total_tokens
+        self.ctx.tokens_total = self.stats.usage.total_tokens
         self._commit(turn.message)
         return turn
 
@@ -323,7 +324,7 @@ class Agent:
 
     # -- compaction ---------------------------------------------------------------------------
     async def _maybe_compact(self) -> None:
-        focus = self.ctx.state.pop("compact_requested", None)
+        focus, self._compaction_focus = self._compaction_focus, None
         policy = self.compaction
         due = policy.auto_enabled and cmp.should_compact(
             self.context_tokens, policy.window, policy.threshold_percent
@@ -432,6 +433,8 @@ class Agent:
     def _finish(
         self, call: ToolCallBlock, call_id: str, result: ToolResult, decision: Decision | None, started: float
     ) -> ToolResultBlock:
+        if result.compaction_focus is not None:
+            self._compaction_focus = result.compaction_focus
         meta = result.metadata
         for path in meta.get("files_changed", ()) or ():
             if path not in self.stats.files_changed:

@@ -182,6 +182,9 @@ class ToolResult(_Frozen):
     summary: str = ""
     images: tuple[ImageData, ...] = ()
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: the tool asks the loop to compact the context before the next model call, keeping this
+    #: focus ("" = none); None = no request
+    compaction_focus: str | None = None
 
     @classmethod
     def error(cls, message: str, **metadata: Any) -> ToolResult:

@@ -513,14 +513,14 @@ class Run:
             interactive=self.interactive,
             child_env=scrubbed_env(io.env, settings.exec.env_allow),
         )
-        ctx.state["user_config_dir"] = cfg.user_config_dir(io.env)
-        ctx.state["safety_mode"] = settings.safety.mode
-        ctx.state["redact"] = self.redact  # memory refuses anything the run would redact
-        ctx.state["archive"] = lambda: archive_of(writer.path)
+        ctx.user_config_dir = cfg.user_config_dir(io.env)
+        ctx.safety_mode = settings.safety.mode
+        ctx.redact = self.redact  # memory refuses anything the run would redact
+        ctx.archive = lambda: archive_of(writer.path)
         if "tasks" in self.resumed_state:
             from mermaid_cli.tools.tasks import TaskStore
 
-            ctx.state["tasks"] = TaskStore.from_dict(self.resumed_state["tasks"])
+            ctx.tasks = TaskStore.from_dict(self.resumed_state["tasks"])
         if getattr(settings.safety, "checkpoint_on_mutation", True):
             from mermaid_cli.store.checkpoints import CheckpointStore
 
@@ -664,7 +664,7 @@ class Run:
         if isinstance(event, dict):
             event = ev.parse_event(json.dumps(event))
         if isinstance(event, ev.TasksUpdated) and self.out.session is not None:
-            store = self.ctx.state.get("tasks")
+            store = self.ctx.tasks
             if store is not None:
                 self.out.session.append("state", tasks=store.to_dict())
         self.out.emit(event)

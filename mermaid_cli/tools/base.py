@@ -11,12 +11,19 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from mermaid_cli.config.loader import Settings
 from mermaid_cli.core.text import cap_text as text_cap
 from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
+
+if TYPE_CHECKING:  # the stores live with their tools; only their types are needed here
+    from mermaid_cli.integrations.web.snapshots import SnapshotStore
+    from mermaid_cli.tools.context import ArchivedMessage
+    from mermaid_cli.tools.processes import ProcessRegistry
+    from mermaid_cli.tools.tasks import TaskStore
 
 # Every result the model sees is capped; the note says how much was cut.
 MAX_RESULT_CHARS = 30_000
@@ -28,14 +35,19 @@ class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+def _identity(text: str) -> str:
+    return text
+
+
 @dataclass
 class ToolContext:
-    """What a tool may use during a run. `state` is per-run scratch shared by tools (background
-    processes, web snapshots...); `cleanups` run when the run ends, however it ends."""
+    """What a tool may use during a run, as typed fields; `cleanups` run when the run ends,
+    however it ends. `state` is the remaining per-run scratch (the file tools' external-access
+    check) and is being replaced by fields."""
 
     project_root: Path
     session_id: str = ""
-    settings: Any = None
+    settings: Settings = field(default_factory=Settings)
     progress: Callable[[str], None] = lambda _line: None
     #: emit a protocol event (an `mermaid_cli.core.events` model), e.g. `tasks_updated`
     emit: Callable[[Any], None] = lambda _event: None
@@ -43,6 +55,24 @@ class ToolContext:
     interactive: bool = False
     checkpoint: Callable[[list[Path], str], object] | None = None
     child_env: dict[str, str] | None = None
+    #: the safety mode in force (memory refuses writes in read_only)
+    safety_mode: str = "auto"
+    #: the user's config dir (user memory lives under it); None: user scope unavailable
+    user_config_dir: Path | None = None
+    #: the run's redactor: memory refuses anything it would hide
+    redact: Callable[[str], str] = _identity
+    #: every message of the run, compacted ones included (`context_archive`)
+    archive: Callable[[], list[ArchivedMessage]] | None = None
+    #: the run's task list (`task_*` tools), restored on --resume
+    tasks: TaskStore | None = None
+    #: tokens the run has used so far (task list bookkeeping)
+    tokens_total: int | None = None
+    #: pages `web_fetch` fetched this run
+    web_snapshots: SnapshotStore | None = None
+    #: background processes started this run
+    background: ProcessRegistry | None = None
+    #: "python" forces grep's Python walker (tests); None: ripgrep when installed
+    grep_backend: str | None = None
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 

@@ -1,11 +1,11 @@
 """context_archive and compact_context: the model's view of its own history.
 
 `context_archive` reads the session log through a reader the session store provides in
-`ctx.state["archive"]`: a callable returning every message of the run as `ArchivedMessage`s,
+`ctx.archive`: a callable returning every message of the run as `ArchivedMessage`s,
 numbered in the order they happened and marked with the compaction that removed them from the
 working context. So a checkpoint summary is never the only copy of anything.
 
-`compact_context` only records the request (`ctx.state["compact_requested"]`); the loop compacts
+`compact_context` only returns the request (`ToolResult.compaction_focus`); the loop compacts
 before its next model call.
 """
 
@@ -19,8 +19,6 @@ from pydantic import Field
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 
-ARCHIVE_KEY = "archive"
-COMPACT_KEY = "compact_requested"
 PAGE_CHARS = 32_000
 _PREVIEW = 100
 _SNIPPET = 120
@@ -94,8 +92,8 @@ class ContextArchive(Tool):
     category = "session"
 
     async def run(self, args: ContextArchiveArgs, ctx: ToolContext) -> ToolResult:
-        reader = ctx.state.get(ARCHIVE_KEY)
-        if not callable(reader):
+        reader = ctx.archive
+        if reader is None:
             return ToolResult.error("the session archive is not available in this run.")
         if args.query is not None and args.message is not None:
             return ToolResult.error("give either query or message, not both.")
@@ -163,8 +161,8 @@ class CompactContext(Tool):
     category = "session"
 
     async def run(self, args: CompactContextArgs, ctx: ToolContext) -> ToolResult:
-        ctx.state[COMPACT_KEY] = (args.focus or "").strip()
         return ToolResult(
             content="Compaction requested; it runs before your next model call.",
             summary="Compaction requested",
+            compaction_focus=(args.focus or "").strip(),
         )

@@ -33,7 +33,7 @@ _MAX_CONTENT = 20_000
 _MAX_DESCRIPTION = 300
 
 # A small local secret check; the tool also refuses anything the run's redactor would hide
-# (`ctx.state["redact"]`: --mask values, keyring keys, more token shapes).
+# (`ctx.redact`: --mask values, keyring keys, more token shapes).
 _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an API key (sk-...)", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
     ("a GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}")),
@@ -240,11 +240,10 @@ class Memory(Tool):
         self._env = env
 
     async def run(self, args: MemoryArgs, ctx: ToolContext) -> ToolResult:
-        user_dir = ctx.state.get("user_config_dir")
-        store = MemoryStore(ctx.project_root, Path(user_dir) if user_dir else None)
+        store = MemoryStore(ctx.project_root, ctx.user_config_dir)
         if args.action == "search":
             return self._search(store, args.query or "")
-        if ctx.state.get("safety_mode") == "read_only":
+        if ctx.safety_mode == "read_only":
             return ToolResult.error(
                 f"memory {args.action} is refused in read_only mode; memory is read-only here."
             )
@@ -259,8 +258,7 @@ class Memory(Tool):
             return self._forget(store, args)
         text = "\n".join(filter(None, [args.name, args.description, args.content]))
         secret = find_secret(text, self._env)
-        redact = ctx.state.get("redact")
-        if secret is None and callable(redact) and redact(text) != text:
+        if secret is None and ctx.redact(text) != text:
             secret = "a value this run redacts (a key, a token shape or a --mask value)"
         if secret is not None:
             return ToolResult.error(

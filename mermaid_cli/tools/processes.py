@@ -2,7 +2,7 @@
 
 `execute_command` with `mode="background"` starts a process here and returns its id (`bg-1`,
 `bg-2`... counted per run). Output goes to an in-memory ring (newest 1 MiB, nothing on disk, so
-no secrets linger in temp files). The registry lives in `ctx.state["background"]`; the tool can
+no secrets linger in temp files). The registry lives in `ctx.background`; the tool can
 reach only those processes, never a raw pid, which is why it needs no approval.
 
 Every process is stopped when the run ends, however it ends: `registry_for` registers
@@ -30,7 +30,6 @@ from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 from mermaid_cli.tools.proctree import Child, signal_tree
 from mermaid_cli.tools.termtext import clean_bytes
 
-STATE_KEY = "background"
 RING_BYTES = 1024 * 1024
 READ_BYTES = 32 * 1024
 WAIT_DEFAULT_SECS = 300.0
@@ -182,10 +181,9 @@ class ProcessRegistry:
 
 def registry_for(ctx: ToolContext) -> ProcessRegistry:
     """This run's registry, created (and its cleanup registered) on first use."""
-    registry = ctx.state.get(STATE_KEY)
-    if not isinstance(registry, ProcessRegistry):
-        registry = ProcessRegistry()
-        ctx.state[STATE_KEY] = registry
+    registry = ctx.background
+    if registry is None:
+        registry = ctx.background = ProcessRegistry()
         ctx.cleanups.append(registry.stop_all)
     return registry
 

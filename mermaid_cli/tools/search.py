@@ -261,7 +261,7 @@ class Grep(Tool):
             re.compile(args.pattern)
         except re.error as exc:
             return ToolResult.error(f"bad regular expression {args.pattern!r}: {exc}")
-        rg = None if ctx.state.get("grep_backend") == "python" else shutil.which("rg")
+        rg = None if ctx.grep_backend == "python" else shutil.which("rg")
         got: tuple[list[Hit], bool] | None = None
         if rg:
             answer = await rg_grep(rg, root, args.pattern, include, args.ignore_case)

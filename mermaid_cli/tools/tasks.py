@@ -1,6 +1,6 @@
 """The task checklist: task_create, task_update, task_list and the `TaskStore` they share.
 
-The store lives in `ctx.state["tasks"]`; the session saves it with `to_json()` and `--resume`
+The store lives in `ctx.tasks`; the session saves it with `to_json()` and `--resume`
 restores it with `TaskStore.from_json()`. Every change emits a `tasks_updated` event as a plain dict
 (the loop converts it to `events.TasksUpdated`). Questionable shapes (two tasks in progress, a
 blocked task with no note) get soft notes in the result, never rejections: the checklist is the
@@ -20,9 +20,6 @@ from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 
 Status = Literal["pending", "in_progress", "completed", "blocked"]
-STATE_KEY = "tasks"
-# When the loop keeps a running token total here, tasks report the tokens spent while in progress.
-TOKENS_KEY = "tokens_total"
 
 
 class Task(BaseModel):
@@ -158,16 +155,13 @@ class TaskStore:
 
 
 def task_store(ctx: ToolContext) -> TaskStore:
-    store = ctx.state.get(STATE_KEY)
-    if not isinstance(store, TaskStore):
-        store = TaskStore()
-        ctx.state[STATE_KEY] = store
-    return store
+    if ctx.tasks is None:
+        ctx.tasks = TaskStore()
+    return ctx.tasks
 
 
 def _tokens(ctx: ToolContext) -> int | None:
-    value = ctx.state.get(TOKENS_KEY)
-    return value if isinstance(value, int) else None
+    return ctx.tokens_total
 
 
 def _result(store: TaskStore, first_line: str) -> ToolResult:

@@ -11,7 +11,7 @@ from mermaid_cli.config.sections.web import WebSettings
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.integrations.web.netguard import FetchRefused, Resolver
 from mermaid_cli.integrations.web.report import untrusted_block, web_details
-from mermaid_cli.integrations.web.snapshots import STATE_KEY, Snapshot, SnapshotStore, page, search
+from mermaid_cli.integrations.web.snapshots import Snapshot, SnapshotStore, page, search
 from mermaid_cli.integrations.web.trust import web_settings_of
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 
@@ -78,9 +78,9 @@ class WebFetch(Tool):
 
     async def run(self, args: WebFetchArgs, ctx: ToolContext) -> ToolResult:
         web = self._web(ctx)
-        store = ctx.state.get(STATE_KEY)
-        if not isinstance(store, SnapshotStore):
-            store = ctx.state[STATE_KEY] = SnapshotStore()
+        store = ctx.web_snapshots
+        if store is None:
+            store = ctx.web_snapshots = SnapshotStore()
         if args.snapshot_id is not None:
             snap = store.get(args.snapshot_id)
             if snap is None:

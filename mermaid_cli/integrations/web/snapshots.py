@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 WRAP_AT = 2_000
 MAX_BLOCKS = 20
-STATE_KEY = "web.snapshots"
 
 
 @dataclass(frozen=True)
