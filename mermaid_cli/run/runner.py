@@ -13,11 +13,11 @@ import os
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mermaid_cli import __version__
 from mermaid_cli.core import events as ev
@@ -30,6 +30,10 @@ from mermaid_cli.core.errors import (
 )
 from mermaid_cli.core.text import cap_text
 from mermaid_cli.run.output import Output
+
+if TYPE_CHECKING:  # loaded inside _prepare, off the import path of `mermaid --help`
+    from mermaid_cli.config.loader import Settings
+    from mermaid_cli.tools.base import ToolRegistry
 
 FORMATS = ("text", "json", "jsonl", "markdown")
 
@@ -572,7 +576,7 @@ class Run:
     def _redact(self, text: str) -> str:
         return self.redactor.redact(text)
 
-    def _system_prompt(self, settings: Any) -> str:
+    def _system_prompt(self, settings: Settings) -> str:
         opts = self.opts
         if opts.system_prompt_file is not None:
             base = _read_text_file(opts.system_prompt_file, "--system-prompt-file")
@@ -608,7 +612,7 @@ class Run:
             extra = opts.append_system_prompt
         return f"{base.rstrip()}\n\n{extra.strip()}\n" if extra else base
 
-    def _gate(self, settings: Any, provider: Any) -> Any:
+    def _gate(self, settings: Settings, provider: Any) -> Any:
         from mermaid_cli.policy.gate import PolicyGate, tty_approver
 
         reviewer = provider
@@ -634,7 +638,7 @@ class Run:
         )
         return self.gate
 
-    async def _start_mcp(self, settings: Any, registry: Any) -> None:
+    async def _start_mcp(self, settings: Settings, registry: Any) -> None:
         """Start every configured MCP server concurrently; a failed one is reported, not fatal."""
         from mermaid_cli.integrations.mcp.manager import McpManager
 
@@ -697,7 +701,7 @@ class Run:
             return provider, None
         return provider, lambda usage: cost_usd(usage, price)
 
-    def _registry(self, settings: Any) -> Any:
+    def _registry(self, settings: Settings) -> Any:
         """The built-in tools. With a warm spec cache the tool modules load at the first tool call,
         off the path to the first request."""
         from mermaid_cli.config.loader import data_dir
@@ -830,7 +834,7 @@ class Run:
             self.out.note(f"cannot write --output-last-message {target}: {exc.strerror}")
 
 
-def build_registry(settings: Any, env: Any, *, interactive: bool) -> Any:
+def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
     """The built-in tools a run offers under `settings` (MCP tools join once servers start)."""
     from mermaid_cli.tools.base import ToolRegistry
     from mermaid_cli.tools.catalog_files import file_tools

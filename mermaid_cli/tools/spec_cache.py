@@ -14,8 +14,8 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
+from mermaid_cli.config.loader import Settings
 from mermaid_cli.core.types import ToolSpec
 from mermaid_cli.tools.base import Tool, ToolRegistry
 
@@ -24,7 +24,7 @@ SOURCE_DIRS = ("tools", "integrations/web", "config/sections")
 SEARCH_KEYS = ("BRAVE_API_KEY", "TAVILY_API_KEY")
 
 
-def cache_key(settings: Any, env: Mapping[str, str], *, interactive: bool) -> str:
+def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> str:
     from mermaid_cli import __version__
 
     files = []

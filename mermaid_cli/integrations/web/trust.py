@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from mermaid_cli.config.loader import Settings
 from mermaid_cli.config.sections.web import WebSettings
 
 
-def web_settings_of(settings: Any) -> WebSettings:
+def web_settings_of(settings: Settings | WebSettings) -> WebSettings:
     """The `[web]` section from a Settings object, a WebSettings itself, or defaults."""
     if isinstance(settings, WebSettings):
         return settings
@@ -23,7 +24,7 @@ def call_uses_network(name: str, arguments: dict[str, Any] | None) -> bool:
     return name in ("web_fetch", "web_search")
 
 
-def call_in_allowed_domains(settings: Any, name: str, arguments: dict[str, Any] | None) -> bool:
+def call_in_allowed_domains(settings: Settings, name: str, arguments: dict[str, Any] | None) -> bool:
     """True when a web_fetch call targets a host in `[web] allowed_domains` (auto mode then skips
     the classifier). Redirects are still checked by netguard; web_search never qualifies."""
     from mermaid_cli.integrations.web.netguard import FetchRefused, check_url, host_allowed
