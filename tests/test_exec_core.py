@@ -192,9 +192,7 @@ def test_session_with_a_torn_last_line_still_loads(project):
     assert len(data.bad_lines) == 1
     out = run_inprocess(["--json", "--resume", sid, "--model", f"replay/{s1}", "again"], project)
     assert out.code == 0
-    assert ".mermaid/.gitignore" and (project / ".mermaid/.gitignore").read_text().strip().endswith(
-        "conversations/"
-    )
+    assert "conversations/" in (project / ".mermaid/.gitignore").read_text().splitlines()
 
 
 def test_resume_after_crash_mid_tool_call_repairs_history(project):
@@ -270,3 +268,18 @@ def test_text_mode_never_prints_errors_on_stdout(project, quiet):
     config = run_inprocess([*quiet, "-c", "run.nope=1", "--model", f"replay/{script}", "go"], project)
     assert config.code == 2 and config.stdout == ""
     assert "run.nope" in config.stderr
+
+
+def test_a_run_leaves_git_status_with_only_the_agents_changes(project):
+    import shutil
+    import subprocess
+
+    if not shutil.which("git"):
+        pytest.skip("git not installed")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    script = write_script(project.parent / "s.jsonl", [call("write_file", {"path": "a.txt", "content": "x"}), say("ok")])
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "write"], project)
+    assert out.code == 0, out.stderr
+    assert (project / ".mermaid/conversations").is_dir()
+    status = subprocess.run(["git", "status", "--porcelain", "-uall"], cwd=project, capture_output=True, text=True)
+    assert status.stdout.splitlines() == ["?? a.txt"]

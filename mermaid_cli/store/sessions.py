@@ -39,7 +39,9 @@ def _ensure_dir(project_root: Path) -> Path:
         d.mkdir(parents=True, exist_ok=True)
         gitignore = project_root / ".mermaid" / ".gitignore"
         if not gitignore.exists():
-            gitignore.write_text("# Mermaid's local run history stays out of git\nconversations/\n")
+            # It ignores itself too, so `git status` after a run shows only the agent's changes
+            # and a following `git add -A` commits nothing of Mermaid's.
+            gitignore.write_text("# Mermaid's local run history stays out of git\nconversations/\n.gitignore\n")
     return d
 
 
