@@ -9,7 +9,7 @@ from conftest import run_inprocess
 from provider_fixtures import FakeProviderServer, fake_env
 
 from mermaid_cli.config.loader import Settings, data_dir
-from mermaid_cli.run.runner import build_registry
+from mermaid_cli.run.assemble import build_registry
 from mermaid_cli.tools import spec_cache
 
 ANSWER = [

@@ -299,7 +299,7 @@ class Agent:
         if self.on_turn is not None:
             self.on_turn(turn)
         usage = turn.usage or Usage()
-        self._account(usage)
+        self.account(usage)
         self.emit(
             ev.TurnDone(
                 total_tokens=usage.total_tokens if turn.usage is not None else None,
@@ -310,7 +310,7 @@ class Agent:
         )
         return usage
 
-    def _account(self, usage: Usage) -> None:
+    def account(self, usage: Usage) -> None:
         self.stats.usage = self.stats.usage + usage
         cost = self.price(usage) if self.price is not None else None
         if cost is None:

@@ -72,7 +72,7 @@ def run_checks(
             "(network commands denied, web tools removed), not by the kernel",
         )
     )
-    from mermaid_cli.run.runner import build_registry
+    from mermaid_cli.run.assemble import build_registry
 
     registry = build_registry(settings, env, interactive=False)
     checks.append(Check("tools", "ok", ", ".join(registry.names())))

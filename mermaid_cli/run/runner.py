@@ -13,7 +13,7 @@ import os
 import signal
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +33,6 @@ from mermaid_cli.run.output import Output
 
 if TYPE_CHECKING:  # loaded inside _prepare, off the import path of `mermaid --help`
     from mermaid_cli.config.loader import Settings
-    from mermaid_cli.tools.base import ToolRegistry
 
 FORMATS = ("text", "json", "jsonl", "markdown")
 
@@ -123,13 +122,6 @@ def resolve_prompt(prompt: str | None, io: RunIO) -> str:
     if piped:
         return f"{prompt}\n\n```\n{piped}\n```"
     return prompt
-
-
-def _read_text_file(path: str, what: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 class Run:
@@ -577,43 +569,23 @@ class Run:
         return self.redactor.redact(text)
 
     def _system_prompt(self, settings: Settings) -> str:
+        from mermaid_cli.run.assemble import system_prompt
+
         opts = self.opts
-        if opts.system_prompt_file is not None:
-            base = _read_text_file(opts.system_prompt_file, "--system-prompt-file")
-        elif opts.system_prompt is not None:
-            base = opts.system_prompt
-        else:
-            import platform
-
-            from mermaid_cli.config.loader import user_config_dir
-            from mermaid_cli.run.instructions import load_project_instructions
-            from mermaid_cli.run.prompt import build_system_prompt
-            from mermaid_cli.tools.memory import memory_index
-
-            user_dir = user_config_dir(self.io.env)
-            index = ""
-            if settings.memory.enabled:
-                index = memory_index(
-                    self.project_root, user_dir / "memory", cap=settings.memory.index_cap_bytes
-                )
-            base = build_system_prompt(
-                tools=self.tools,
-                safety_mode=self.safety_mode,
-                project_root=self.project_root,
-                instructions=load_project_instructions(self.project_root, user_dir),
-                memory_index=index,
-                interactive=self.interactive,
-                os_name=platform.system() or "unknown OS",
-            )
-        extra = None
-        if opts.append_system_prompt_file is not None:
-            extra = _read_text_file(opts.append_system_prompt_file, "--append-system-prompt-file")
-        elif opts.append_system_prompt is not None:
-            extra = opts.append_system_prompt
-        return f"{base.rstrip()}\n\n{extra.strip()}\n" if extra else base
+        return system_prompt(
+            settings,
+            self.io.env,
+            tools=self.tools,
+            project_root=self.project_root,
+            interactive=self.interactive,
+            replace=opts.system_prompt,
+            replace_file=opts.system_prompt_file,
+            append=opts.append_system_prompt,
+            append_file=opts.append_system_prompt_file,
+        )
 
     def _gate(self, settings: Settings, provider: Any) -> Any:
-        from mermaid_cli.policy.gate import PolicyGate, tty_approver
+        from mermaid_cli.run.assemble import RecordingReviewer, policy_gate
 
         reviewer = provider
         if settings.safety.auto_classifier_model:
@@ -621,38 +593,26 @@ class Run:
 
             reviewer = create_provider(settings.safety.auto_classifier_model, settings, self.io.env)
             self.cleanups.append(reviewer.aclose)
-        self.gate = PolicyGate(
-            settings=settings,
+        self.gate = policy_gate(
+            settings,
             project_root=self.project_root,
+            reviewer=RecordingReviewer(reviewer, lambda: self.agent.on_turn if self.agent else None),
             emit=self.out.emit,
-            interactive=self.interactive,
-            allow_untrusted=settings.safety.allow_untrusted_headless_tools,
-            reviewer=_RecordingReviewer(reviewer, self),
-            user_request=lambda: self.prompt,
-            hooks=list(settings.hooks.before_tool_use),
-            redact=self.redact,
-            approver=tty_approver if self.interactive else None,
-            untrusted_content=lambda: bool(self.agent and self.agent.stats.untrusted_content),
-            on_usage=lambda usage: self.agent._account(usage) if self.agent else None,
             note=self.out.note,
+            redact=self.redact,
+            interactive=self.interactive,
+            user_request=lambda: self.prompt,
+            untrusted_content=lambda: bool(self.agent and self.agent.stats.untrusted_content),
+            on_usage=lambda usage: self.agent.account(usage) if self.agent else None,
         )
         return self.gate
 
     async def _start_mcp(self, settings: Settings, registry: Any) -> None:
-        """Start every configured MCP server concurrently; a failed one is reported, not fatal."""
-        from mermaid_cli.integrations.mcp.manager import McpManager
+        from mermaid_cli.run.assemble import start_mcp
 
-        self.mcp = McpManager(
-            settings.mcp_servers,
-            defer_tools=settings.mcp_defer_tools,
-            client_version=__version__,
-            progress=self.out.note,
-        )
+        self.mcp, errors = await start_mcp(settings, registry, note=self.out.note)
         self.cleanups.append(self.mcp.aclose)
-        await self.mcp.start()
-        registry.add_dynamic(self.mcp)
-        for name, message in self.mcp.errors():
-            self.pending_errors.append(ev.Error(message=f"MCP server {name}: {message}", code="mcp_server"))
+        self.pending_errors.extend(errors)
 
     async def _mcp_prompt(self) -> str:
         from mermaid_cli.integrations.mcp.prompts import fetch_prompt
@@ -702,27 +662,9 @@ class Run:
         return provider, lambda usage: cost_usd(usage, price)
 
     def _registry(self, settings: Settings) -> Any:
-        """The built-in tools. With a warm spec cache the tool modules load at the first tool call,
-        off the path to the first request."""
-        from mermaid_cli.config.loader import data_dir
-        from mermaid_cli.tools import spec_cache
+        from mermaid_cli.run.assemble import cached_registry
 
-        env, interactive = self.io.env, self.interactive
-
-        def build() -> Any:
-            return build_registry(settings, env, interactive=interactive)
-
-        try:
-            key = spec_cache.cache_key(settings, env, interactive=interactive)
-        except OSError:
-            return build()
-        cache_dir = data_dir(env) / "cache" / "tool-specs"
-        cached = spec_cache.load(cache_dir, key)
-        if cached is not None:
-            return spec_cache.CachedRegistry(cached[0], cached[1], build)
-        registry = build()
-        spec_cache.save(cache_dir, key, registry)
-        return registry
+        return cached_registry(settings, self.io.env, interactive=self.interactive)
 
     # -- the result ---------------------------------------------------------------------------
     def _finish(self, error: BaseException | None, stats: Any) -> int:
@@ -832,40 +774,6 @@ class Run:
             os.replace(tmp, target)
         except OSError as exc:
             self.out.note(f"cannot write --output-last-message {target}: {exc.strerror}")
-
-
-def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
-    """The built-in tools a run offers under `settings` (MCP tools join once servers start)."""
-    from mermaid_cli.tools.base import ToolRegistry
-    from mermaid_cli.tools.catalog_files import file_tools
-    from mermaid_cli.tools.catalog_longrun import longrun_tools
-    from mermaid_cli.tools.catalog_shell import shell_tools
-    from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
-
-    network = settings.safety.network != "deny"
-    tools = [*file_tools(), *shell_tools()]
-    tools += web_tools(settings, env, network_allowed=network)
-    tools += longrun_tools(interactive=interactive, memory_enabled=settings.memory.enabled)
-    return ToolRegistry(tools, absent=omitted_web_tools(settings, env, network_allowed=network))
-
-
-class _RecordingReviewer:
-    """The reviewer's model calls go into --record too, so a replay answers them in order."""
-
-    def __init__(self, provider: Any, run: Run) -> None:
-        self._provider = provider
-        self._run = run
-        self.model_id = getattr(provider, "model_id", "")
-
-    async def turn(self, request: Any, sink: Any) -> Any:
-        turn = await self._provider.turn(request, sink)
-        agent = self._run.agent
-        if agent is not None and agent.on_turn is not None:
-            agent.on_turn(turn)
-        return turn
-
-    async def aclose(self) -> None:
-        pass
 
 
 def _tail(text: str, limit: int) -> str:
