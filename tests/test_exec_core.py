@@ -196,7 +196,7 @@ def test_session_with_a_torn_last_line_still_loads(project):
 
 
 def test_resume_after_crash_mid_tool_call_repairs_history(project):
-    from mermaid_cli.agent.loop import repair_history
+    from mermaid_cli.agent.state import repair_history
     from mermaid_cli.core.types import Message, ToolCallBlock, ToolResultBlock
 
     msgs = [

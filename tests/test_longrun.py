@@ -121,7 +121,8 @@ def test_context_too_long_compacts_and_retries(project):
     # with a provider that rejects the first request as too long, as real APIs do.
     import asyncio
 
-    from mermaid_cli.agent.loop import Agent, CompactionPolicy
+    from mermaid_cli.agent.loop import Agent
+    from mermaid_cli.agent.state import CompactionPolicy
     from mermaid_cli.core.errors import ContextTooLong
     from mermaid_cli.core.types import Message, ModelTurn, TextBlock, ToolCallBlock, ToolResultBlock
     from mermaid_cli.tools.base import ToolContext, ToolRegistry

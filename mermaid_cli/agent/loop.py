@@ -8,33 +8,26 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from mermaid_cli.agent import compaction as cmp
+from mermaid_cli.agent.state import AllowAllGate, CompactionPolicy, Gate, Limits, RunStats, repair_history
+from mermaid_cli.agent.tool_calls import ToolCalls
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import LimitReached, ProviderError
-from mermaid_cli.core.text import cap_text
 from mermaid_cli.core.types import (
-    Decision,
-    GateResult,
     ImageBlock,
     Message,
     ModelTurn,
     ReasoningBlock,
     TextBlock,
-    ToolCallBlock,
-    ToolResult,
     ToolResultBlock,
     TurnRequest,
     Usage,
 )
 from mermaid_cli.providers.base import NullSink, Provider
-from mermaid_cli.security.redact import redact_obj
-from mermaid_cli.tools.base import Tool, ToolContext, ToolRegistry
+from mermaid_cli.tools.base import ToolContext, ToolRegistry
 
-EVENT_OUTPUT_CHARS = 8 * 1024
-EVENT_ARG_CHARS = 2000
 IMAGES_SENT = 3
 # A reply that hit the per-response output cap is continued, up to this many times.
 MAX_CONTINUATIONS = 4
@@ -42,91 +35,6 @@ LENGTH_STOPS = ("length", "max_tokens", "max_output_tokens")
 CONTINUE_PROMPT = (
     "Your reply was cut off by the output limit. Continue exactly where it stopped, without repeating."
 )
-
-
-class Gate(Protocol):
-    async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult: ...
-
-
-class AllowAllGate:
-    """Lets every call through; the policy gate replaces it."""
-
-    async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult:
-        return GateResult(decision=Decision(verdict="allow", by="mode"))
-
-
-@dataclass
-class CompactionPolicy:
-    auto_enabled: bool = True
-    threshold_percent: int = 85
-    tail_turns: int = 2
-    max_recoveries: int = 3
-    window: int = 200_000
-
-
-@dataclass
-class Limits:
-    max_turns: int | None = None
-    max_tokens: int | None = None
-    max_cost: float | None = None
-
-
-@dataclass
-class RunStats:
-    num_turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    tool_calls: int = 0
-    tool_errors: int = 0
-    errors: list[str] = field(default_factory=list)
-    blocked: list[dict[str, Any]] = field(default_factory=list)
-    files_changed: list[str] = field(default_factory=list)
-    response: str = ""
-    reasoning: str | None = None
-    finished: bool = False  # the model ended its turn without asking for tools
-    untrusted_content: bool = False
-
-
-def _cap(text: str, limit: int) -> str:
-    return cap_text(text, limit, head_share=0.5)
-
-
-def _cap_args(value: Any) -> Any:
-    if isinstance(value, str):
-        return _cap(value, EVENT_ARG_CHARS)
-    if isinstance(value, dict):
-        return {k: _cap_args(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cap_args(v) for v in value]
-    return value
-
-
-def repair_history(messages: list[Message]) -> list[Message]:
-    """Give every tool call a result, so a session saved mid-tool-call resumes cleanly."""
-    out: list[Message] = []
-    for i, msg in enumerate(messages):
-        out.append(msg)
-        calls = msg.tool_calls if msg.role == "assistant" else []
-        if not calls:
-            continue
-        nxt = messages[i + 1] if i + 1 < len(messages) else None
-        answered = (
-            {b.call_id for b in nxt.content if isinstance(b, ToolResultBlock)}
-            if nxt and nxt.role == "user"
-            else set()
-        )
-        missing = [c for c in calls if c.id not in answered]
-        if not missing:
-            continue
-        fill = tuple(
-            ToolResultBlock(call_id=c.id, content="the run ended before this call finished", is_error=True)
-            for c in missing
-        )
-        if nxt is not None and nxt.role == "user" and answered:
-            messages[i + 1] = Message(role="user", content=fill + nxt.content)
-        else:
-            out.append(Message(role="user", content=fill))
-    return out
 
 
 class Agent:
@@ -156,7 +64,6 @@ class Agent:
         self.provider = provider
         self.registry = registry
         self.ctx = ctx
-        self._compaction_focus: str | None = None  # a tool's request, honoured before the next call
         self.emit = emit
         self.system_prompt = system_prompt
         history = list(history or [])
@@ -179,9 +86,15 @@ class Agent:
         self.max_output_tokens = max_output_tokens
         self.monotonic = monotonic
         self.stats = RunStats()
-        #: awaited before the first tool runs (the workspace snapshot may still be being taken)
-        self.tools_ready: Any = None
-        self._call_seq = 0
+        self.calls = ToolCalls(
+            registry=registry,
+            ctx=ctx,
+            gate=self.gate,
+            stats=self.stats,
+            emit=emit,
+            redact=redact,
+            monotonic=monotonic,
+        )
 
     # -- conversation -------------------------------------------------------------------------
     def _commit(self, message: Message) -> None:
@@ -235,7 +148,7 @@ class Agent:
                 self.stats.reasoning = "\n\n".join(thoughts) if thoughts else None
                 return self.stats
             continued = []
-            results = await asyncio.gather(*(self._run_call(call) for call in calls))
+            results = await asyncio.gather(*(self.calls.run(call) for call in calls))
             self._commit(Message(role="user", content=tuple(results)))
 
     async def extra_turn(self, prompt: str, *, response_schema: dict[str, Any] | None = None) -> ModelTurn:
@@ -322,9 +235,17 @@ class Agent:
         chars = len(self.system_prompt) + sum(len(m.model_dump_json()) for m in self.messages)
         return chars // 4
 
+    @property
+    def tools_ready(self) -> Any:
+        return self.calls.tools_ready
+
+    @tools_ready.setter
+    def tools_ready(self, value: Any) -> None:
+        self.calls.tools_ready = value
+
     # -- compaction ---------------------------------------------------------------------------
     async def _maybe_compact(self) -> None:
-        focus, self._compaction_focus = self._compaction_focus, None
+        focus, self.calls.compaction_focus = self.calls.compaction_focus, None
         policy = self.compaction
         due = policy.auto_enabled and cmp.should_compact(
             self.context_tokens, policy.window, policy.threshold_percent
@@ -360,117 +281,6 @@ class Agent:
         self.context_tokens = self._estimate_tokens()
         self.note(f"compacted {len(removed)} messages into a checkpoint summary")
         return True
-
-    # -- one tool call ------------------------------------------------------------------------
-    async def _run_call(self, call: ToolCallBlock) -> ToolResultBlock:
-        self._call_seq += 1
-        call_id = f"tool#{self._call_seq}"
-        self.stats.tool_calls += 1
-        args_view = self.redact_obj(_cap_args(call.arguments)) if call.arguments is not None else None
-        self.emit(ev.ToolStarted(call_id=call_id, name=call.name, arguments=args_view))
-        started = self.monotonic()
-        decision: Decision | None = None
-        try:
-            bound = self.registry.bind(call)
-            if isinstance(bound, ToolResult):
-                result = bound
-            else:
-                tool, args = bound
-                gate = await self.gate.check(call_id, tool, args, call)
-                decision = gate.decision
-                if gate.decision.verdict == "allow":
-                    result = await self._execute(tool, gate.args if gate.args is not None else args)
-                    if gate.context:
-                        result = result.model_copy(
-                            update={"content": f"{result.content}\n\n[hook] {gate.context}"}
-                        )
-                else:
-                    message = gate.message or f"{call.name} was not run: {gate.decision.reason or 'denied'}"
-                    result = ToolResult.error(message)
-                    if gate.blocked:
-                        self.stats.blocked.append(
-                            {
-                                "call_id": call_id,
-                                "tool": call.name,
-                                "reason": gate.decision.reason or "approval required",
-                            }
-                        )
-                if gate.decision.by != "mode" or gate.decision.verdict != "allow":
-                    self.emit(
-                        ev.ApprovalDecided(
-                            call_id=call_id,
-                            tool=call.name,
-                            verdict="allow" if gate.decision.verdict == "allow" else "deny",
-                            by=gate.decision.by,
-                            reason=gate.decision.reason,
-                        )
-                    )
-        except asyncio.CancelledError:
-            self.emit(
-                ev.ToolFinished(
-                    call_id=call_id,
-                    name=call.name,
-                    status="cancelled",
-                    summary="cancelled",
-                    duration_ms=int((self.monotonic() - started) * 1000),
-                )
-            )
-            raise
-        return self._finish(call, call_id, result, decision, started)
-
-    async def _execute(self, tool: Tool, args: Any) -> ToolResult:
-        if self.tools_ready is not None:
-            await self.tools_ready
-        if getattr(tool, "category", None) == "mcp":
-            self.stats.untrusted_content = True  # a third-party server's text now steers the model
-        try:
-            return await tool.run(args, self.ctx)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a tool that raises becomes an error result the model sees
-            return ToolResult.error(f"{tool.name} failed: {type(exc).__name__}: {exc}")
-
-    def _finish(
-        self, call: ToolCallBlock, call_id: str, result: ToolResult, decision: Decision | None, started: float
-    ) -> ToolResultBlock:
-        if result.compaction_focus is not None:
-            self._compaction_focus = result.compaction_focus
-        meta = result.metadata
-        for path in meta.get("files_changed", ()) or ():
-            if path not in self.stats.files_changed:
-                self.stats.files_changed.append(path)
-        if meta.get("untrusted_content"):
-            self.stats.untrusted_content = True
-        error_text = None
-        if result.is_error:
-            self.stats.tool_errors += 1
-            first_line = result.content.splitlines()[0] if result.content else ""
-            error_text = self.redact(result.summary or first_line or "error")
-            self.stats.errors.append(f"{call.name}: {error_text}")
-        summary = result.summary or (result.content.splitlines()[0] if result.content else "")
-        self.emit(
-            ev.ToolFinished(
-                call_id=call_id,
-                name=call.name,
-                status="error" if result.is_error else "success",
-                summary=self.redact(summary[:300]),
-                error=error_text,
-                web=meta.get("web"),
-                fuzzy=bool(meta.get("fuzzy")),
-                duration_ms=int((self.monotonic() - started) * 1000),
-                output=self.redact(_cap(result.content, EVENT_OUTPUT_CHARS)),
-                exit_code=meta.get("exit_code"),
-                decision=ev.DecisionInfo(verdict=decision.verdict, by=decision.by, reason=decision.reason)
-                if decision is not None
-                else None,
-            )
-        )
-        return ToolResultBlock(
-            call_id=call.id, content=result.content, is_error=result.is_error, images=result.images
-        )
-
-    def redact_obj(self, value: Any) -> Any:
-        return redact_obj(value, self.redact)
 
     async def aclose(self) -> None:
         """Run every cleanup tools registered (background processes, servers), however the run ended."""

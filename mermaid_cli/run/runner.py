@@ -341,7 +341,8 @@ class Run:
 
     # -- preparing the run --------------------------------------------------------------------
     async def _prepare(self) -> None:
-        from mermaid_cli.agent.loop import Agent, CompactionPolicy, Limits
+        from mermaid_cli.agent.loop import Agent
+        from mermaid_cli.agent.state import CompactionPolicy, Limits
         from mermaid_cli.config import loader as cfg
         from mermaid_cli.store.sessions import SessionWriter, create_session, latest_session_id, load_session
         from mermaid_cli.tools.base import ToolContext
@@ -668,7 +669,7 @@ class Run:
 
     # -- the result ---------------------------------------------------------------------------
     def _finish(self, error: BaseException | None, stats: Any) -> int:
-        from mermaid_cli.agent.loop import RunStats
+        from mermaid_cli.agent.state import RunStats
         from mermaid_cli.core.errors import Blocked
 
         stats = stats or RunStats()
