@@ -11,11 +11,14 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from mermaid_cli.security.sandbox import PreparedSandbox
 
 # Every result the model sees is capped; the note says how much was cut.
 MAX_RESULT_CHARS = 30_000
@@ -42,6 +45,8 @@ class ToolContext:
     interactive: bool = False
     checkpoint: Callable[[list[Path], str], object] | None = None
     child_env: dict[str, str] | None = None
+    #: the run's kernel sandbox (DESIGN §4.1); every process started for the model uses it
+    sandbox: PreparedSandbox | None = None
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 
