@@ -96,7 +96,9 @@ class RunSandbox:
             if enforce != "off":
                 run.tmpdir = Path(tempfile.mkdtemp(prefix="mermaid-run-"))
             try:
-                run.guard = OrphanGuard.start(support.cgroup) if support.platform.startswith("linux") else None
+                run.guard = (
+                    OrphanGuard.start(support.cgroup) if support.platform.startswith("linux") else None
+                )
             except OSError as exc:  # PDEATHSIG still covers direct children
                 run.warnings.append(f"sandbox: orphan guard unavailable ({exc}); relying on PDEATHSIG")
             policy: SandboxPolicy | None = None
@@ -116,7 +118,10 @@ class RunSandbox:
             except SandboxUnavailable as exc:
                 if enforce != "best-effort":
                     raise SandboxUnavailable(
-                        [*exc.missing, "(run with --sandbox best-effort or --sandbox off to go on without it)"]
+                        [
+                            *exc.missing,
+                            "(run with --sandbox best-effort or --sandbox off to go on without it)",
+                        ]
                     ) from None
                 run.degraded = exc.missing
                 run.warnings.append(
