@@ -176,7 +176,15 @@ def _run_options(func: Any) -> Any:
             is_flag=True,
             help="Shell writes only inside the project (= -c safety.filesystem=project).",
         ),
-        click.option("--sandbox", is_flag=True, help="Both --no-network and --confine-fs."),
+        click.option(
+            "--sandbox",
+            type=click.Choice(["on", "off", "best-effort"]),
+            is_flag=False,
+            flag_value="on",
+            default=None,
+            help="Kernel sandbox: bare/on also confines full_access; best-effort warns when the kernel "
+            "lacks it; off disables it (= -c sandbox.mode=...). Write --sandbox=VALUE before the prompt.",
+        ),
         click.option(
             "--reasoning", type=click.Choice(["none", "low", "medium", "high"]), help="Reasoning depth."
         ),

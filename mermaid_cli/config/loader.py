@@ -27,6 +27,7 @@ from mermaid_cli.config.sections.longrun import CompactionSection, MemorySection
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
 from mermaid_cli.config.sections.safety import SafetySettings
+from mermaid_cli.config.sections.sandbox import SandboxSection
 from mermaid_cli.config.sections.web import WebSettings
 from mermaid_cli.core.errors import ConfigError
 
@@ -69,6 +70,7 @@ class Settings(BaseModel):
     run: RunSettings = Field(default_factory=RunSettings)
     safety: SafetySettings = Field(default_factory=SafetySettings)
     exec: ExecSection = Field(default_factory=ExecSection)
+    sandbox: SandboxSection = Field(default_factory=SandboxSection)
     verify: VerifySettings = Field(default_factory=VerifySettings)
     compaction: CompactionSection = Field(default_factory=CompactionSection)
     memory: MemorySection = Field(default_factory=MemorySection)
@@ -247,6 +249,14 @@ def _clamp_project(
         if safety.get("checkpoint_on_mutation") is False:
             del safety["checkpoint_on_mutation"]
             warnings.append(f"{source}: safety.checkpoint_on_mutation = false is ignored in a project config")
+    sandbox = data.get("sandbox")
+    if isinstance(sandbox, dict):  # a pull request must not switch the kernel sandbox off or widen it
+        if sandbox.get("mode") in ("off", "best-effort"):
+            warnings.append(f"{source}: sandbox.mode = {sandbox.pop('mode')!r} is ignored in a project config")
+        for key in ("writable_roots", "readable_roots"):
+            if key in sandbox:
+                del sandbox[key]
+                warnings.append(f"{source}: `sandbox.{key}` is ignored in a project config")
     exec_ = data.get("exec")
     if isinstance(exec_, dict) and "env_allow" in exec_:
         del exec_["env_allow"]

@@ -60,6 +60,9 @@ class SessionStarted(_Event):
     tools: list[str] = Field(default_factory=list)
     limits: dict[str, Any] = Field(default_factory=dict)
     policy_digest: str | None = None
+    #: the kernel sandbox in force for processes started for the model (DESIGN §4.1); None when
+    #: the run stopped before it was built
+    sandbox: dict[str, Any] | None = None
 
 
 class Text(_Event):

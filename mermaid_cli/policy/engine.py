@@ -227,7 +227,7 @@ def evaluate(
     if rule is not None:
         if rule.decision == "deny":
             return out("deny", "rule", rule.reason or "blocked by policy override", rule)
-        if policy.mode == "read_only" and not _read_only_permits(request, risk):
+        if policy.mode == "read_only" and not _read_only_permits(request, risk) and not _sandboxed_shell(request, policy):
             return out("deny", "mode", _read_only_reason(request, risk) + " (a rule cannot lift read_only)")
         if (
             rule.decision == "allow"
@@ -294,6 +294,8 @@ def evaluate(
             verdict, reason = "allow", "subagent inherits read_only"
         elif risk == "read_only":
             verdict, reason = "allow", "read-only action"
+        elif _sandboxed_shell(request, policy):  # issue 14: the kernel refuses the writes instead
+            verdict, reason = "allow", "read_only: runs inside the read-only kernel sandbox"
         else:
             return out("deny", "mode", _read_only_reason(request, risk))
     elif mode == "ask":
@@ -524,6 +526,13 @@ def _rule_hint(request: ActionRequest, outcome: PolicyOutcome) -> str:
     if request.host:
         return f'tool = "{request.tool}", pattern = "{request.host}"'
     return f'tool = "{request.tool}"'
+
+
+def _sandboxed_shell(request: ActionRequest, policy: SafetySettings) -> bool:
+    """Issue 14 (DESIGN §4.1): with the kernel sandbox in force, a read_only shell command the
+    classifier does not call read-only runs inside the read-only sandbox instead of being denied
+    (hard denies were applied earlier, in `_early`). Background processes stay denied."""
+    return policy.sandboxed and request.category == "shell"
 
 
 def _read_only_permits(request: ActionRequest, risk: Risk) -> bool:

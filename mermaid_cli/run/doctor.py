@@ -64,14 +64,7 @@ def run_checks(
             f"network {safety.network}, policy digest {policy_digest(safety)[:12]}",
         )
     )
-    checks.append(
-        Check(
-            "sandbox",
-            "warn" if (safety.network == "deny" or safety.filesystem == "project") else "ok",
-            "no OS sandbox on this build: --no-network and --confine-fs are enforced by the policy gate "
-            "(network commands denied, web tools removed), not by the kernel",
-        )
-    )
+    checks.append(_sandbox_check(settings, env))
     from mermaid_cli.run.assemble import build_registry
 
     registry = build_registry(settings, env, interactive=False)
@@ -201,3 +194,47 @@ def render(checks: list[Check]) -> str:
 
 def environ() -> Mapping[str, str]:
     return os.environ
+
+
+def _sandbox_check(settings: Any, env: Mapping[str, str]) -> Check:
+    """What the kernel supports (DESIGN §4.1) and what each safety mode would get from it."""
+    from mermaid_cli.security.sandbox import probe
+    from mermaid_cli.security.sandbox.linux import MIN_LANDLOCK_ABI
+
+    s = probe(env)
+    enforce = settings.sandbox.mode
+    parts = [
+        f"[sandbox] mode {enforce}",
+        f"Landlock ABI {s.landlock_abi or 'none'}"
+        + (" (+net rules)" if s.landlock_net else "")
+        + (" (+signal scope)" if s.landlock_scope else ""),
+        f"seccomp {'yes' if s.seccomp_filter else 'no'}",
+        f"no_new_privs {'yes' if s.no_new_privs else 'no'}",
+        f"user namespaces {'yes' if s.user_namespaces else 'no'}",
+        f"mount namespace {'yes' if s.mount_namespace else 'no'}",
+        f"cgroup {'v2 ' + s.cgroup if s.cgroup else 'none (orphan guard: session fallback)'}",
+    ]
+    if s.forced_unavailable:
+        parts.append("forced unavailable: " + ",".join(s.forced_unavailable))
+    able = (
+        s.platform.startswith("linux")
+        and s.landlock_abi >= MIN_LANDLOCK_ABI
+        and s.seccomp_filter
+        and s.no_new_privs
+    )
+    if enforce == "off":
+        parts.append("modes: no sandbox (off), only the policy gate decides")
+        return Check("sandbox", "warn", "; ".join(parts))
+    if able:
+        ro = "read_only: read project+system, write private temp dir, no network"
+        aa = "ask/auto: + write project and writable_roots, .git/.mermaid read-only"
+        fa = "full_access: " + ("auto policy (sandbox = on)" if enforce == "on" else "hardening only")
+        parts.append("modes: " + "; ".join((ro, aa, fa)))
+        return Check("sandbox", "ok", "; ".join(parts))
+    verdict = (
+        "runs unconfined with a warning"
+        if enforce == "best-effort"
+        else "exits 2 before the first model call"
+    )
+    parts.append(f"modes: this kernel cannot sandbox; every mode but full_access {verdict}")
+    return Check("sandbox", "warn" if enforce == "best-effort" else "fail", "; ".join(parts))

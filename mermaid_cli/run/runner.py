@@ -33,6 +33,7 @@ from mermaid_cli.run.output import Output
 
 if TYPE_CHECKING:  # loaded inside _prepare, off the import path of `mermaid --help`
     from mermaid_cli.config.loader import Settings
+    from mermaid_cli.security.sandbox.run import RunSandbox
 
 FORMATS = ("text", "json", "jsonl", "markdown")
 
@@ -69,7 +70,7 @@ class ExecOptions:
     mcp_prompt: str | None = None
     no_network: bool = False
     confine_fs: bool = False
-    sandbox: bool = False
+    sandbox: str | None = None  # --sandbox [on|off|best-effort] -> [sandbox] mode
     output_schema: str | None = None
     verify: list[str] = field(default_factory=list)
     verify_attempts: int | None = None
@@ -144,6 +145,7 @@ class Run:
         self.agent: Any = None
         self.cleanups: list[Callable[[], Any]] = []
         self.pending_errors: list[ev.Error] = []
+        self.run_sandbox: RunSandbox | None = None
         self.run_errors: list[str] = []  # checks that failed after the model finished (exit 1)
         self.structured_output: tuple[Any] | None = None
         self.snapshot: Any = None
@@ -163,6 +165,7 @@ class Run:
                 tools=self.tools,
                 limits=self.limits,
                 policy_digest=self.policy_digest,
+                sandbox=self.run_sandbox.describe() if self.run_sandbox is not None else None,
             )
         )
 
@@ -280,6 +283,7 @@ class Run:
                 env=self.ctx.child_env or {},
                 timeout=self.settings.verify.timeout,
                 on_line=self.out.progress_line,
+                sandbox=self.ctx.sandbox,  # the same confinement as the mode gives the model
             )
             code = outcome.exit_code if outcome.exit_code is not None else 1
             output = self.redact(outcome.output)
@@ -338,6 +342,8 @@ class Run:
                     await outcome
             except Exception:  # noqa: BLE001
                 pass
+        if self.run_sandbox is not None:  # after the cleanups: background processes are gone
+            self.run_sandbox.close()
 
     # -- preparing the run --------------------------------------------------------------------
     async def _prepare(self) -> None:
@@ -371,8 +377,9 @@ class Run:
             "run.timeout": opts.timeout,
             "safety.mode": opts.safety,
             "safety.allow_untrusted_headless_tools": True if opts.allow_untrusted_tools else None,
-            "safety.network": "deny" if (opts.no_network or opts.sandbox) else None,
-            "safety.filesystem": "project" if (opts.confine_fs or opts.sandbox) else None,
+            "safety.network": "deny" if opts.no_network else None,
+            "safety.filesystem": "project" if opts.confine_fs else None,
+            "sandbox.mode": opts.sandbox,
             "verify.commands": list(opts.verify) or None,
             "verify.attempts": opts.verify_attempts,
         }
@@ -499,8 +506,28 @@ class Run:
             self.cleanups.append(recorder.close)
 
         from mermaid_cli.security.childenv import scrubbed_env
+        from mermaid_cli.security.sandbox.run import RunSandbox
         from mermaid_cli.store.sessions import archive_of
 
+        # DESIGN §4.1: built once, before the first model call; exit 2 here when it cannot be had.
+        try:
+            self.run_sandbox = RunSandbox.start(
+                enforce=settings.sandbox.mode,
+                safety_mode=settings.safety.mode,
+                network_denied=settings.safety.network == "deny",
+                confine_fs=settings.safety.filesystem == "project",
+                project_root=self.project_root,
+                writable_roots=settings.sandbox.writable_roots,
+                readable_roots=settings.sandbox.readable_roots,
+                env=io.env,
+            )
+        except ValueError as exc:
+            raise UsageError(f"[sandbox]: {exc}") from None
+        for warning in self.run_sandbox.warnings:
+            self.out.note(warning)
+        if self.run_sandbox.degraded:
+            self.pending_errors.append(ev.Error(message=self.run_sandbox.warnings[-1], code="sandbox_degraded"))
+        settings.safety.mark_sandboxed(self.run_sandbox.confining)
         ctx = ToolContext(
             project_root=self.project_root,
             session_id=self.session_id,
@@ -508,7 +535,8 @@ class Run:
             progress=self.out.progress_line,
             emit=self._tool_event,
             interactive=self.interactive,
-            child_env=scrubbed_env(io.env, settings.exec.env_allow),
+            child_env=self.run_sandbox.child_env(scrubbed_env(io.env, settings.exec.env_allow)),
+            sandbox=self.run_sandbox.prepared,
         )
         ctx.user_config_dir = cfg.user_config_dir(io.env)
         ctx.safety_mode = settings.safety.mode

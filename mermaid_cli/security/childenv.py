@@ -27,6 +27,31 @@ PROVIDER_KEY_VARS = frozenset(
     }
 )
 
+# CI runner files and tokens: a child that can append to GITHUB_ENV/GITHUB_PATH poisons every later
+# step of the job (`BASH_ENV=/tmp/evil.sh`), and the runtime/OIDC tokens mint credentials. Removed
+# by exact name (or prefix), whatever `allow` says. The sandbox also refuses writes to the files.
+CI_RUNNER_VARS = frozenset(
+    {
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_OUTPUT",
+        "GITHUB_STATE",
+        "GITHUB_STEP_SUMMARY",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_RUNTIME_URL",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_CACHE_URL",
+        "ACTIONS_RESULTS_URL",
+        "CI_JOB_TOKEN",
+        "CI_REGISTRY_PASSWORD",
+        "CI_DEPLOY_PASSWORD",
+        "CI_DEPENDENCY_PROXY_PASSWORD",
+        "CI_REPOSITORY_URL",  # GitLab embeds the job token in it
+    }
+)
+CI_RUNNER_PREFIXES = ("CI_JOB_JWT", "ACTIONS_ID_TOKEN_", "ACTIONS_RUNTIME_")
+
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE", re.IGNORECASE)
 
 # Non-interactive defaults: a child must never wait for a credential prompt or a pager.
@@ -39,11 +64,22 @@ def is_secret_name(name: str) -> bool:
     return name.upper() in PROVIDER_KEY_VARS or _SECRET_NAME.search(name) is not None
 
 
+def is_ci_runner_name(name: str) -> bool:
+    """True for the CI runner's files and tokens children must never see (never allow-listed)."""
+    upper = name.upper()
+    return upper in CI_RUNNER_VARS or upper.startswith(CI_RUNNER_PREFIXES)
+
+
 def scrubbed_env(base: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
     """A copy of `base` without secret-looking variables (names in `allow` are kept, compared
-    case-sensitively as environment names are), plus non-interactive defaults."""
+    case-sensitively as environment names are), plus non-interactive defaults. CI runner files
+    and tokens (`is_ci_runner_name`) go even when allowed."""
     allowed = set(allow)
-    env = {k: v for k, v in base.items() if k in allowed or not is_secret_name(k)}
+    env = {
+        k: v
+        for k, v in base.items()
+        if not is_ci_runner_name(k) and (k in allowed or not is_secret_name(k))
+    }
     env.update(_FORCED)
     for key, value in _DEFAULTS.items():
         env.setdefault(key, value)

@@ -21,6 +21,7 @@ from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
 
 if TYPE_CHECKING:  # the stores live with their tools; only their types are needed here
     from mermaid_cli.integrations.web.snapshots import SnapshotStore
+    from mermaid_cli.security.sandbox import PreparedSandbox
     from mermaid_cli.tools.context import ArchivedMessage
     from mermaid_cli.tools.processes import ProcessRegistry
     from mermaid_cli.tools.tasks import TaskStore
@@ -73,6 +74,8 @@ class ToolContext:
     background: ProcessRegistry | None = None
     #: "python" forces grep's Python walker (tests); None: ripgrep when installed
     grep_backend: str | None = None
+    #: the run's kernel sandbox (DESIGN §4.1); every process started for the model uses it
+    sandbox: PreparedSandbox | None = None
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -29,6 +29,9 @@ from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 from mermaid_cli.tools.proctree import Child, signal_tree
 from mermaid_cli.tools.termtext import clean_bytes
+
+if TYPE_CHECKING:
+    from mermaid_cli.security.sandbox import PreparedSandbox
 
 RING_BYTES = 1024 * 1024
 READ_BYTES = 32 * 1024
@@ -133,7 +136,9 @@ class ProcessRegistry:
     def get(self, job_id: str) -> BackgroundJob | None:
         return self.jobs.get(job_id)
 
-    async def start(self, command: str, *, cwd: Path, env: Mapping[str, str]) -> ToolResult:
+    async def start(
+        self, command: str, *, cwd: Path, env: Mapping[str, str], sandbox: PreparedSandbox | None = None
+    ) -> ToolResult:
         running = sum(1 for job in self.jobs.values() if job.running)
         if running >= MAX_RUNNING:
             return ToolResult.error(
@@ -148,6 +153,7 @@ class ProcessRegistry:
                 env=env,
                 on_output=lambda _stream, data: job.ring.append(data),
                 on_event=job.notify,
+                sandbox=sandbox,
             )
         except OSError as exc:
             return ToolResult.error(f"could not start the command: {exc}")

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -30,6 +30,9 @@ from mermaid_cli.security.childenv import scrubbed_env
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 from mermaid_cli.tools.proctree import Child
 from mermaid_cli.tools.termtext import clean_bytes, clean_line, decode
+
+if TYPE_CHECKING:
+    from mermaid_cli.security.sandbox import PreparedSandbox
 
 MAX_OUTPUT_BYTES = 256 * 1024
 # After the main process exits, how long a descendant may keep the pipes open.
@@ -173,9 +176,10 @@ async def run_command(
     timeout: float,
     on_line: Callable[[str], None] = lambda _line: None,
     max_output: int = MAX_OUTPUT_BYTES,
+    sandbox: PreparedSandbox | None = None,
 ) -> CommandOutcome:
     """Run `command` under `bash -c` and collect its output. Never leaves a process behind,
-    including when the calling task is cancelled."""
+    including when the calling task is cancelled. With `sandbox`, the kernel confines it."""
     buffer = HeadTail(max_output)
     splitters = {1: _Lines(), 2: _Lines()}
     counts = {1: 0, 2: 0}
@@ -192,7 +196,7 @@ async def run_command(
         take(stream, splitters[stream].feed(data))
 
     notes: list[str] = []
-    child = await Child.spawn(["bash", "-c", command], cwd=cwd, env=env, on_output=on_output)
+    child = await Child.spawn(["bash", "-c", command], cwd=cwd, env=env, on_output=on_output, sandbox=sandbox)
     timed_out = False
     try:
         if not await child.wait(timeout):
@@ -313,7 +317,7 @@ class ExecuteCommand(Tool):
         if args.mode == "background":
             from mermaid_cli.tools.processes import registry_for
 
-            return await registry_for(ctx).start(args.command, cwd=cwd, env=env)
+            return await registry_for(ctx).start(args.command, cwd=cwd, env=env, sandbox=ctx.sandbox)
 
         section = exec_settings(ctx)
         timeout = float(args.timeout or section.default_timeout)
@@ -323,7 +327,9 @@ class ExecuteCommand(Tool):
             timeout = float(section.max_timeout)
 
         try:
-            outcome = await run_command(args.command, cwd=cwd, env=env, timeout=timeout, on_line=ctx.progress)
+            outcome = await run_command(
+                args.command, cwd=cwd, env=env, timeout=timeout, on_line=ctx.progress, sandbox=ctx.sandbox
+            )
         except OSError as exc:  # bash missing, cwd vanished, fork failed
             return ToolResult.error(f"could not start the command: {exc}")
         notes.extend(outcome.notes)

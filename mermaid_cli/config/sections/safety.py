@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from mermaid_cli.config.sections.base import Section
 
@@ -81,6 +81,17 @@ class SafetySettings(Section):
         "unrestricted", description="project = shell writes confined to the project (--confine-fs)."
     )
     checkpoint_on_mutation: bool = Field(True, description="Checkpoint files before a mutating call.")
+    # Set by the runner, never by a config file (a private attribute is no config key): the
+    # kernel sandbox (DESIGN §4.1) is in force for shell commands, so read_only may run commands
+    # the classifier does not know inside it instead of denying them.
+    _sandboxed: bool = PrivateAttr(False)
+
+    @property
+    def sandboxed(self) -> bool:
+        return self._sandboxed
+
+    def mark_sandboxed(self, value: bool = True) -> None:
+        self._sandboxed = value
 
 
 def policy_digest(settings: SafetySettings) -> str:

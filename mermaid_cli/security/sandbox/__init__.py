@@ -18,7 +18,7 @@ Wiring, once per run in the parent (on the event loop's thread, which lives as l
 from mermaid_cli.security.sandbox import abi, seccomp
 from mermaid_cli.security.sandbox.guard import OrphanGuard
 from mermaid_cli.security.sandbox.linux import PreparedSandbox, SandboxUnavailable, harden_parent, prepare
-from mermaid_cli.security.sandbox.policy import Mode, SandboxPolicy, for_mode
+from mermaid_cli.security.sandbox.policy import Mode, SandboxPolicy, for_mode, runtime_read_roots
 from mermaid_cli.security.sandbox.probe import FORCE_ENV, KernelSupport, probe
 
 __all__ = [
@@ -34,5 +34,6 @@ __all__ = [
     "prepare",
     "abi",
     "probe",
+    "runtime_read_roots",
     "seccomp",
 ]

@@ -8,6 +8,7 @@ directory listing of `/etc/ssh` for host keys; enforcement lives in `linux.py`.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -90,6 +91,7 @@ class SandboxPolicy:
         network: bool = False,
         home: Path | None = None,
         sandbox_full_access: bool = False,
+        readable_roots: tuple[Path, ...] = (),
     ) -> SandboxPolicy | None:
         return for_mode(
             mode,
@@ -99,7 +101,26 @@ class SandboxPolicy:
             network=network,
             home=home,
             sandbox_full_access=sandbox_full_access,
+            readable_roots=readable_roots,
         )
+
+
+def runtime_read_roots(path_env: str | None = None) -> tuple[Path, ...]:
+    """Directories a command needs to read beyond the system locations to run the tools it was
+    given: the running interpreter's prefixes (a venv or toolchain under /work, /home/runner,
+    /tmp...) and every absolute directory on PATH, so `python3`/`pytest` from the job's venv work
+    inside the sandbox. `/` itself is never granted (it would expose everything)."""
+    found: list[Path] = []
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)]
+    raw_path = os.environ.get("PATH", "") if path_env is None else path_env
+    candidates += raw_path.split(os.pathsep)
+    for entry in candidates:
+        if not entry or not os.path.isabs(entry):
+            continue  # a relative PATH entry would be resolved against each command's cwd
+        real = Path(os.path.realpath(entry))
+        if real != Path("/") and real.is_dir() and real not in found:
+            found.append(real)
+    return tuple(found)
 
 
 def _home_secrets(home: Path) -> tuple[Path, ...]:
@@ -124,6 +145,7 @@ def for_mode(
     network: bool = False,
     home: Path | None = None,
     sandbox_full_access: bool = False,
+    readable_roots: tuple[Path, ...] = (),
 ) -> SandboxPolicy | None:
     """The DESIGN §4.1 policy for `mode`; None for `full_access` unless `sandbox_full_access`.
 
@@ -131,6 +153,8 @@ def for_mode(
     `temp_dir`; no network whatever `network` says. `ask`/`auto`: also write the project,
     `temp_dir` and `writable_roots`, with `.git/` and `.mermaid/` read-only; network as given.
     `full_access` with `sandbox_full_access` (the `--sandbox` flag) is the `auto` policy.
+    `readable_roots` are read (and execute) grants added in every mode, e.g. `runtime_read_roots()`
+    for a toolchain outside the system locations.
     """
     if mode == "full_access":
         if not sandbox_full_access:
@@ -142,6 +166,7 @@ def for_mode(
     tmp = Path(os.path.abspath(temp_dir))
     home_dir = Path(os.path.abspath(home if home is not None else Path(os.environ.get("HOME", "/root"))))
     readable = [Path(p) for p in SYSTEM_READ_ROOTS] + [home_dir, project]
+    readable += [Path(os.path.abspath(p)) for p in readable_roots]
     deny = _home_secrets(home_dir) + _system_secrets()
     if mode == "read_only":
         return SandboxPolicy(

@@ -1,0 +1,170 @@
+"""The sandbox of one run: the once-per-run wiring of DESIGN.md §4.1 behind one call.
+
+Owned here: `RunSandbox.start(...)`, which decides from the settings which policy the run's
+children get and builds it (parent hardening, the private temp dir, the kernel probe, the
+orphan guard, `prepare`), applies fail-closed / best-effort, and `close()`, which undoes it.
+The runner puts `.prepared` on the ToolContext; the shell tools pass it to every child.
+
+Which policy (the `[sandbox] mode` is `auto`, `on`, `best-effort` or `off`):
+
+- `read_only`, `ask`, `auto`: their `for_mode` policy; `--confine-fs` (`safety.filesystem =
+  "project"`) changes nothing there, these modes already confine writes to the project.
+- `full_access`: no policy (only the always-on hardening: PDEATHSIG, orphan guard, memory-reaching
+  capabilities dropped), unless `mode = "on"` (`--sandbox`) or `--confine-fs`: the `auto` policy.
+- network: sockets other than Unix ones are refused when `safety.network = "deny"`
+  (`--no-network`), and always in `read_only`.
+- `off`: no policy at all, no temp dir; the always-on hardening stays (it confines nothing the
+  model asked for, it only makes sure nothing outlives Mermaid).
+
+Must be called on the event loop's thread (see `Child.spawn`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mermaid_cli.security.sandbox.guard import OrphanGuard
+from mermaid_cli.security.sandbox.linux import PreparedSandbox, SandboxUnavailable, harden_parent, prepare
+from mermaid_cli.security.sandbox.policy import Mode, SandboxPolicy, for_mode, runtime_read_roots
+from mermaid_cli.security.sandbox.probe import KernelSupport, probe
+
+
+def _paths(raw: list[str], home: Path) -> tuple[Path, ...]:
+    out: list[Path] = []
+    for entry in raw:
+        path = Path(home / entry[2:]) if entry.startswith("~/") else Path(entry)
+        if not path.is_absolute():
+            raise ValueError(f"sandbox root {entry!r} must be absolute (or start with ~/)")
+        out.append(path)
+    return tuple(out)
+
+
+def policy_mode(safety_mode: str, enforce: str, *, confine_fs: bool) -> Mode | None:
+    """The `for_mode` mode a run's children get; None: no Landlock/seccomp policy."""
+    if enforce == "off":
+        return None
+    if safety_mode == "full_access":
+        return "auto" if (enforce == "on" or confine_fs) else None
+    if safety_mode in ("read_only", "ask", "auto"):
+        return safety_mode  # type: ignore[return-value]  # narrowed by the test above
+    raise ValueError(f"unknown safety mode {safety_mode!r}")
+
+
+@dataclass
+class RunSandbox:
+    """What one run's children are confined by; `close()` when the run ends, however it ends."""
+
+    enforce: str
+    prepared: PreparedSandbox | None
+    support: KernelSupport | None
+    guard: OrphanGuard | None = None
+    tmpdir: Path | None = None
+    degraded: tuple[str, ...] = ()  # best-effort: what the kernel could not provide
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        enforce: str,
+        safety_mode: str,
+        network_denied: bool,
+        confine_fs: bool,
+        project_root: Path,
+        writable_roots: list[str],
+        readable_roots: list[str],
+        env: Mapping[str, str],
+    ) -> RunSandbox:
+        """Build the run's sandbox. Raises SandboxUnavailable (exit 2) when the kernel cannot
+        enforce the policy and `enforce` is not `best-effort`; ValueError for a bad root."""
+        home = Path(env.get("HOME") or os.path.expanduser("~"))
+        writable = _paths(writable_roots, home)
+        readable = _paths(readable_roots, home)
+        # Before any child exists: nobody without CAP_SYS_PTRACE may read Mermaid's environ/mem.
+        with contextlib.suppress(OSError):
+            harden_parent()
+        mode = policy_mode(safety_mode, enforce, confine_fs=confine_fs)
+        support = probe(env)
+        run = cls(enforce=enforce, prepared=None, support=support)
+        try:
+            if enforce != "off":
+                run.tmpdir = Path(tempfile.mkdtemp(prefix="mermaid-run-"))
+            try:
+                run.guard = (
+                    OrphanGuard.start(support.cgroup) if support.platform.startswith("linux") else None
+                )
+            except OSError as exc:  # PDEATHSIG still covers direct children
+                run.warnings.append(f"sandbox: orphan guard unavailable ({exc}); relying on PDEATHSIG")
+            policy: SandboxPolicy | None = None
+            if mode is not None and run.tmpdir is not None:
+                policy = for_mode(
+                    mode,
+                    project_root=project_root,
+                    temp_dir=run.tmpdir,
+                    writable_roots=writable,
+                    network=not network_denied,
+                    home=home,
+                    sandbox_full_access=True,
+                    readable_roots=readable + runtime_read_roots(env.get("PATH", "")),
+                )
+            try:
+                run.prepared = prepare(policy, guard=run.guard, support=support)
+            except SandboxUnavailable as exc:
+                if enforce != "best-effort":
+                    raise SandboxUnavailable(
+                        [
+                            *exc.missing,
+                            "(run with --sandbox best-effort or --sandbox off to go on without it)",
+                        ]
+                    ) from None
+                run.degraded = exc.missing
+                run.warnings.append(
+                    f"sandbox degraded (--sandbox best-effort): {'; '.join(exc.missing)}; "
+                    "commands run without the kernel sandbox"
+                )
+                run.prepared = prepare(None, guard=run.guard, support=support)
+        except BaseException:
+            run.close()
+            raise
+        return run
+
+    @property
+    def confining(self) -> bool:
+        """A Landlock/seccomp policy is in force for the children."""
+        return self.prepared is not None and self.prepared.policy is not None
+
+    def child_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """`env` with the run's private temp dir as TMPDIR (the shared /tmp counts as outside)."""
+        out = dict(env)
+        if self.tmpdir is not None:
+            for key in ("TMPDIR", "TMP", "TEMP"):
+                out[key] = str(self.tmpdir)
+        return out
+
+    def describe(self) -> dict[str, object]:
+        """For `session_started.sandbox`."""
+        info: dict[str, object] = (
+            self.prepared.describe() if self.prepared is not None else {"mode": "off", "backend": "none"}
+        )
+        if self.enforce == "off":
+            info["mode"] = "off"
+        info["enforce"] = self.enforce
+        info["degraded"] = list(self.degraded)
+        return info
+
+    def close(self) -> None:
+        if self.prepared is not None:
+            self.prepared.close()
+        if self.guard is not None:
+            with contextlib.suppress(Exception):
+                self.guard.close()
+            self.guard = None
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
