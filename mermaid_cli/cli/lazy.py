@@ -24,7 +24,9 @@ class LazyCommand(NamedTuple):
 
 COMMANDS: dict[str, LazyCommand] = {
     "checkpoints": LazyCommand(
-        "mermaid_cli.cli.checkpoints", "checkpoints_command", "List the file checkpoints taken before mutations."
+        "mermaid_cli.cli.checkpoints",
+        "checkpoints_command",
+        "List the file checkpoints taken before mutations.",
     ),
     "config": LazyCommand("mermaid_cli.cli.config", "config_group", "Inspect the effective configuration."),
     "doctor": LazyCommand(

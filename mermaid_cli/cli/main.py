@@ -24,6 +24,7 @@ if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
 
 from mermaid_cli import __version__
 from mermaid_cli.cli.lazy import LazyGroup
+from mermaid_cli.cli.peer_flags import ExecCommand, reject_p
 
 EXIT_HELP = """\b
 Exit codes:
@@ -53,10 +54,14 @@ def _run_options(func: Any) -> Any:
         click.option(
             "-f",
             "--format",
+            "--output-format",
             "output_format",
-            type=click.Choice(["text", "json", "jsonl", "markdown", "ndjson"]),
+            type=click.Choice(["text", "json", "jsonl", "markdown", "ndjson", "stream-json"]),
             default=None,
-            help="text: final answer; json: the result object; jsonl: every event; markdown. [default: text]",
+            help=(
+                "text: final answer; json: the result object; jsonl (= ndjson, stream-json): every event;"
+                " markdown. [default: text]"
+            ),
         ),
         click.option(
             "-m", "--model", help="Model id provider/model, e.g. anthropic/claude-sonnet-4-5 or replay/FILE."
@@ -96,8 +101,10 @@ def _run_options(func: Any) -> Any:
         ),
         click.option("--profile", help="Apply [profiles.NAME] from the user config."),
         click.option(
-            "-p", "--path", "path", metavar="DIR", help="Project directory (default: the current directory)."
+            "--path", "path", metavar="DIR", help="Project directory (default: the current directory)."
         ),
+        # peers spell the prompt `-p "task"`: reject it with a hint rather than take it as a path
+        click.option("-p", "rejected_p", hidden=True, expose_value=False, callback=reject_p),
         click.option("--system-prompt", help="Replace the system prompt."),
         click.option(
             "--system-prompt-file", metavar="FILE", help="Replace the system prompt with FILE's text."
@@ -106,7 +113,14 @@ def _run_options(func: Any) -> Any:
         click.option(
             "--append-system-prompt-file", metavar="FILE", help="Append FILE's text to the system prompt."
         ),
-        click.option("--output-last-message", metavar="FILE", help="Also write the final answer to FILE."),
+        click.option(
+            "-o", "--output-last-message", metavar="FILE", help="Also write the final answer to FILE."
+        ),
+        click.option(
+            "--ephemeral",
+            is_flag=True,
+            help="Write no session file (the run cannot be resumed or continued).",
+        ),
         click.option(
             "--safety",
             type=click.Choice(["read_only", "ask", "auto", "full_access"]),
@@ -179,7 +193,7 @@ def options_from_params(params: dict[str, Any]) -> Any:
     kwargs = dict(params)
     json_flag = kwargs.pop("json_flag")
     fmt = kwargs.pop("output_format")
-    if fmt == "ndjson":
+    if fmt in ("ndjson", "stream-json"):
         fmt = "jsonl"
     if json_flag:
         if fmt not in (None, "jsonl"):
@@ -229,7 +243,7 @@ def _exit(code: int) -> None:
     sys.exit(code)
 
 
-@cli.command("exec", epilog=EXIT_HELP)
+@cli.command("exec", cls=ExecCommand, epilog=EXIT_HELP)
 @_run_options
 def exec_(**kwargs: Any) -> None:
     """Run one agent task headless.
@@ -246,7 +260,7 @@ def exec_(**kwargs: Any) -> None:
     _exec(kwargs)
 
 
-@cli.command("run", epilog=EXIT_HELP)
+@cli.command("run", cls=ExecCommand, epilog=EXIT_HELP)
 @_run_options
 def run_(**kwargs: Any) -> None:
     """Alias of `exec` (accepts -f ndjson, as the original Mermaid did)."""
