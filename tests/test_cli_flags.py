@@ -129,3 +129,9 @@ def test_exec_help_lists_aliases_and_hides_p():
     for needle in ("--output-format", "stream-json", "-o, --output-last-message", "--ephemeral"):
         assert needle in out
     assert "-p," not in out and "--path" in out
+
+
+@pytest.mark.parametrize("flag", ["-p", "--print"])
+def test_top_level_p_points_at_exec(flag):
+    result = CliRunner().invoke(cli, [flag, "fix the bug"], prog_name="mermaid")
+    assert result.exit_code == 2 and 'mermaid exec "TASK"' in result.output

@@ -23,8 +23,7 @@ if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
     os.environ["_MERMAID_SET_PYDANTIC_PLUGINS"] = "1"
 
 from mermaid_cli import __version__
-from mermaid_cli.cli.lazy import LazyGroup
-from mermaid_cli.cli.peer_flags import ExecCommand, reject_p
+from mermaid_cli.cli.peer_flags import ExecCommand, MermaidGroup, reject_p
 
 EXIT_HELP = """\b
 Exit codes:
@@ -34,7 +33,7 @@ Exit codes:
 
 
 @click.group(
-    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+    cls=MermaidGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
 @click.version_option(__version__, "-V", "--version", prog_name="mermaid", message="%(prog)s %(version)s")
 def cli() -> None:

@@ -12,9 +12,12 @@ from collections.abc import Sequence
 
 import click
 
+from mermaid_cli.cli.lazy import LazyGroup
+
 # Flags a suggestion must never name: each one lets more through the policy gate.
 SAFETY_LOOSENING = frozenset({"--allow-untrusted-tools"})
 
+GROUP_P_HINT = 'is not a Mermaid flag: run one task with `mermaid exec "TASK"`'
 P_HINT = "-p is not a prompt flag here: pass the prompt as an argument; --path is spelled --path"
 
 _TOOL_RULES = (
@@ -40,6 +43,18 @@ def reject_p(ctx: click.Context, _param: click.Parameter, value: str | None) -> 
     """Callback of the hidden `-p` option: `-p "task"` must not quietly become a project path."""
     if value is not None:
         raise click.UsageError(P_HINT, ctx=ctx)
+
+
+class MermaidGroup(LazyGroup):
+    """The `mermaid` group: `mermaid -p "task"` (a peer's one-shot spelling) gets the way to say it here."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            if exc.option_name in ("-p", "--print", "--prompt"):
+                raise click.UsageError(f"{exc.option_name} {GROUP_P_HINT}", ctx=ctx) from None
+            raise
 
 
 class ExecCommand(click.Command):
