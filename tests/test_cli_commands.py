@@ -8,21 +8,68 @@ import sys
 
 from conftest import FIXTURES, call, run_inprocess, run_mermaid, say, write_script
 
+HEAVY = ("httpx", "anthropic", "openai", "rich", "mcp", "trafilatura", "keyring", "pydantic", "tomli_w")
+# What `--version`, `--help` and `exec --help` may import of Mermaid: the group, its flag
+# module and the lazy table, no command module and nothing below the CLI layer.
+CLI_CORE = [
+    "mermaid_cli",
+    "mermaid_cli.cli",
+    "mermaid_cli.cli.lazy",
+    "mermaid_cli.cli.main",
+    "mermaid_cli.cli.peer_flags",
+]
 
-def test_help_and_version_import_no_heavy_modules(project):
+
+def imported_after(argv_list: list[list[str]], cwd) -> tuple[list[str], list[str]]:
+    """(heavy third-party modules, mermaid_cli modules) imported by running each argv in one process."""
     probe = (
-        "import sys\n"
+        "import json, sys\n"
         "from mermaid_cli.cli.main import cli\n"
-        "for argv in (['--version'], ['exec', '--help'], ['--help']):\n"
+        f"for argv in {argv_list!r}:\n"
         "    try:\n"
         "        cli.main(argv, prog_name='mermaid', standalone_mode=False)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "heavy = [m for m in ('httpx', 'anthropic', 'openai', 'rich', 'mcp', 'trafilatura', 'keyring', 'pydantic') if m in sys.modules]\n"
-        "print('HEAVY', heavy)\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "ours = sorted(m for m in sys.modules if m.startswith('mermaid_cli'))\n"
+        "print('PROBE ' + json.dumps([heavy, ours]))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=project)
-    assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd)
+    found = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]
+    assert found, proc.stdout + proc.stderr
+    heavy, ours = json.loads(found[-1].removeprefix("PROBE "))
+    return heavy, ours
+
+
+def test_help_and_version_import_no_heavy_modules(project):
+    heavy, ours = imported_after([["--version"], ["exec", "--help"], ["--help"], ["run", "--help"]], project)
+    assert heavy == []
+    assert ours == CLI_CORE
+
+
+def test_a_command_imports_only_its_own_module_for_help(project):
+    heavy, ours = imported_after([["sessions", "--help"], ["config", "show", "--help"]], project)
+    assert heavy == []
+    assert ours == sorted([*CLI_CORE, "mermaid_cli.cli.sessions", "mermaid_cli.cli.config"])
+
+
+def test_top_level_help_lists_every_command_from_the_table():
+    from click.testing import CliRunner
+
+    from mermaid_cli.cli.lazy import COMMANDS, load_command
+    from mermaid_cli.cli.main import cli
+
+    out = CliRunner().invoke(cli, ["--help"], prog_name="mermaid", terminal_width=200).output
+    listed = {
+        line.split()[0]: line.split(None, 1)[1]
+        for line in out.split("Commands:")[1].splitlines()
+        if line.strip()
+    }
+    assert set(listed) == {*COMMANDS, "exec", "run"}
+    for name, entry in COMMANDS.items():
+        assert listed[name] == entry.short_help
+        command = load_command(name)  # every table entry names a real click command of that name
+        assert command.name == name
 
 
 def test_exec_help_teaches(project):

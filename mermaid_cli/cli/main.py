@@ -23,6 +23,7 @@ if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
     os.environ["_MERMAID_SET_PYDANTIC_PLUGINS"] = "1"
 
 from mermaid_cli import __version__
+from mermaid_cli.cli.peer_flags import ExecCommand, MermaidGroup, reject_p
 
 EXIT_HELP = """\b
 Exit codes:
@@ -31,56 +32,8 @@ Exit codes:
   70 internal      124 timeout                        130/143 interrupted"""
 
 
-class LazyGroup(click.Group):
-    """Subcommands from other modules are imported only when invoked (keeps --version fast)."""
-
-    lazy = {
-        "mcp": ("mermaid_cli.cli.mcp", "mcp_group", "Manage MCP servers (add, remove, list, login)."),
-        "checkpoints": (
-            "mermaid_cli.cli.checkpoints",
-            "checkpoints_command",
-            "List the file checkpoints taken before mutations.",
-        ),
-        "login": (
-            "mermaid_cli.cli.providers",
-            "login_command",
-            "Store a provider API key in the OS keyring.",
-        ),
-        "logout": (
-            "mermaid_cli.cli.providers",
-            "logout_command",
-            "Remove a provider API key from the OS keyring.",
-        ),
-        "restore": (
-            "mermaid_cli.cli.checkpoints",
-            "restore_command",
-            "Put files back as a checkpoint saved them.",
-        ),
-    }
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *self.lazy])
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in self.lazy:
-            import importlib
-
-            module, attr, _help = self.lazy[name]
-            return getattr(importlib.import_module(module), attr)
-        return super().get_command(ctx, name)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(n, h) for n, (_m, _a, h) in self.lazy.items()]
-        for name in click.Group.list_commands(self, ctx):
-            command = click.Group.get_command(self, ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(60)))
-        with formatter.section("Commands"):
-            formatter.write_dl(sorted(rows))
-
-
 @click.group(
-    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+    cls=MermaidGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
 @click.version_option(__version__, "-V", "--version", prog_name="mermaid", message="%(prog)s %(version)s")
 def cli() -> None:
@@ -100,10 +53,14 @@ def _run_options(func: Any) -> Any:
         click.option(
             "-f",
             "--format",
+            "--output-format",
             "output_format",
-            type=click.Choice(["text", "json", "jsonl", "markdown", "ndjson"]),
+            type=click.Choice(["text", "json", "jsonl", "markdown", "ndjson", "stream-json"]),
             default=None,
-            help="text: final answer; json: the result object; jsonl: every event; markdown. [default: text]",
+            help=(
+                "text: final answer; json: the result object; jsonl (= ndjson, stream-json): every event;"
+                " markdown. [default: text]"
+            ),
         ),
         click.option(
             "-m", "--model", help="Model id provider/model, e.g. anthropic/claude-sonnet-4-5 or replay/FILE."
@@ -143,8 +100,10 @@ def _run_options(func: Any) -> Any:
         ),
         click.option("--profile", help="Apply [profiles.NAME] from the user config."),
         click.option(
-            "-p", "--path", "path", metavar="DIR", help="Project directory (default: the current directory)."
+            "--path", "path", metavar="DIR", help="Project directory (default: the current directory)."
         ),
+        # peers spell the prompt `-p "task"`: reject it with a hint rather than take it as a path
+        click.option("-p", "rejected_p", hidden=True, expose_value=False, callback=reject_p),
         click.option("--system-prompt", help="Replace the system prompt."),
         click.option(
             "--system-prompt-file", metavar="FILE", help="Replace the system prompt with FILE's text."
@@ -153,7 +112,14 @@ def _run_options(func: Any) -> Any:
         click.option(
             "--append-system-prompt-file", metavar="FILE", help="Append FILE's text to the system prompt."
         ),
-        click.option("--output-last-message", metavar="FILE", help="Also write the final answer to FILE."),
+        click.option(
+            "-o", "--output-last-message", metavar="FILE", help="Also write the final answer to FILE."
+        ),
+        click.option(
+            "--ephemeral",
+            is_flag=True,
+            help="Write no session file (the run cannot be resumed or continued).",
+        ),
         click.option(
             "--safety",
             type=click.Choice(["read_only", "ask", "auto", "full_access"]),
@@ -234,7 +200,7 @@ def options_from_params(params: dict[str, Any]) -> Any:
     kwargs = dict(params)
     json_flag = kwargs.pop("json_flag")
     fmt = kwargs.pop("output_format")
-    if fmt == "ndjson":
+    if fmt in ("ndjson", "stream-json"):
         fmt = "jsonl"
     if json_flag:
         if fmt not in (None, "jsonl"):
@@ -284,7 +250,7 @@ def _exit(code: int) -> None:
     sys.exit(code)
 
 
-@cli.command("exec", epilog=EXIT_HELP)
+@cli.command("exec", cls=ExecCommand, epilog=EXIT_HELP)
 @_run_options
 def exec_(**kwargs: Any) -> None:
     """Run one agent task headless.
@@ -301,158 +267,11 @@ def exec_(**kwargs: Any) -> None:
     _exec(kwargs)
 
 
-@cli.command("run", epilog=EXIT_HELP)
+@cli.command("run", cls=ExecCommand, epilog=EXIT_HELP)
 @_run_options
 def run_(**kwargs: Any) -> None:
     """Alias of `exec` (accepts -f ndjson, as the original Mermaid did)."""
     _exec(kwargs)
-
-
-@cli.group()
-def sessions() -> None:
-    """List and inspect saved sessions of this project."""
-
-
-@sessions.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
-def sessions_list(as_json: bool, path: str) -> None:
-    """List sessions, oldest first."""
-    import dataclasses
-    import json
-    from pathlib import Path
-
-    from mermaid_cli.store.sessions import list_sessions
-
-    rows = list_sessions(Path(path).resolve())
-    if as_json:
-        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
-        return
-    if not rows:
-        click.echo("no sessions", err=True)
-        return
-    for r in rows:
-        click.echo(f"{r.session_id}  {r.updated_at}  {r.messages:4d} msgs  {r.model}  {r.title}")
-
-
-@sessions.command("show")
-@click.argument("session_id")
-@click.option("--json", "as_json", is_flag=True, help="Print the messages as JSON.")
-@click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
-def sessions_show(session_id: str, as_json: bool, path: str) -> None:
-    """Show the conversation of SESSION_ID."""
-    import json
-    from pathlib import Path
-
-    from mermaid_cli.core.errors import UsageError
-    from mermaid_cli.store.sessions import load_session
-
-    try:
-        data = load_session(Path(path).resolve(), session_id)
-    except UsageError as exc:
-        click.echo(f"mermaid: {exc.message}", err=True)
-        sys.exit(2)
-    for bad in data.bad_lines:
-        click.echo(f"mermaid: skipped unreadable line {bad}", err=True)
-    if as_json:
-        payload = {
-            "session_id": data.session_id,
-            "model": data.started.get("model"),
-            "messages": [m.model_dump(mode="json", exclude_none=True) for m in data.messages],
-            "state": data.state,
-            "bad_lines": data.bad_lines,
-        }
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
-        return
-    from mermaid_cli.core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-
-    for msg in data.messages:
-        for block in msg.content:
-            if isinstance(block, ToolCallBlock):
-                click.echo(f"[{msg.role}] tool call {block.name} {json.dumps(block.arguments)}")
-            elif isinstance(block, ToolResultBlock):
-                flag = " (error)" if block.is_error else ""
-                click.echo(f"[tool result{flag}] {block.content[:500]}")
-            elif isinstance(block, TextBlock | ReasoningBlock) and block.text:
-                click.echo(f"[{msg.role}] {block.text}")
-
-
-@cli.group("config")
-def config_group() -> None:
-    """Inspect the effective configuration."""
-
-
-@config_group.command("show")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: each key with its value and source.")
-@click.option("--profile", help="Apply [profiles.NAME].")
-@click.option(
-    "-c", "--config", "config_overrides", multiple=True, metavar="KEY=VALUE", help="Config override."
-)
-@click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
-def config_show(as_json: bool, profile: str | None, config_overrides: tuple[str, ...], path: str) -> None:
-    """Print the effective config and where each value came from."""
-    import json
-    from pathlib import Path
-
-    from mermaid_cli.config.loader import effective_items, effective_toml, load_settings
-    from mermaid_cli.core.errors import ConfigError
-
-    try:
-        loaded = load_settings(
-            project_root=Path(path).resolve(), profile=profile, overrides=list(config_overrides)
-        )
-    except ConfigError as exc:
-        click.echo(f"mermaid: {exc.message}", err=True)
-        sys.exit(2)
-    for warning in loaded.warnings:
-        click.echo(f"mermaid: {warning}", err=True)
-    if as_json:
-        items = effective_items(loaded)
-        click.echo(
-            json.dumps(
-                {"files": loaded.files, "settings": {k: {"value": v, "source": s} for k, v, s in items}},
-                indent=2,
-            )
-        )
-        return
-    click.echo(effective_toml(loaded), nl=False)
-
-
-@cli.command("doctor")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: {ok, checks: [{name, status, detail}]}.")
-@click.option("-m", "--model", help="Check this model instead of the configured/default one.")
-@click.option("--profile", help="Apply [profiles.NAME].")
-@click.option(
-    "-c", "--config", "config_overrides", multiple=True, metavar="KEY=VALUE", help="Config override."
-)
-@click.option("--mcp", "start_mcp", is_flag=True, help="Also start each MCP server and report its status.")
-@click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
-def doctor(
-    as_json: bool,
-    model: str | None,
-    profile: str | None,
-    config_overrides: tuple[str, ...],
-    start_mcp: bool,
-    path: str,
-) -> None:
-    """Check that a run would work here: config, model and key, safety, tools, MCP. Exit 1 if not."""
-    import json
-    from pathlib import Path
-
-    from mermaid_cli.run.doctor import as_json as to_json
-    from mermaid_cli.run.doctor import environ, render, run_checks
-
-    checks = run_checks(
-        Path(path).resolve(),
-        environ(),
-        profile=profile,
-        overrides=list(config_overrides),
-        model=model,
-        start_mcp=start_mcp,
-    )
-    report = to_json(checks)
-    click.echo(json.dumps(report, indent=2) if as_json else render(checks))
-    sys.exit(0 if report["ok"] else 1)
 
 
 def main() -> None:

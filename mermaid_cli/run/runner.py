@@ -76,6 +76,7 @@ class ExecOptions:
     verify_attempts: int | None = None
     diff_out: str | None = None
     prompt_args: list[str] = field(default_factory=list)
+    ephemeral: bool = False  # --ephemeral: write no session file
 
 
 @dataclass

@@ -1,0 +1,86 @@
+"""`mermaid sessions list|show`: read the saved sessions of a project (never writes them)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.group("sessions")
+def sessions_group() -> None:
+    """List and inspect saved sessions of this project."""
+
+
+@sessions_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
+def sessions_list(as_json: bool, path: str) -> None:
+    """List sessions, oldest first."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from mermaid_cli.store.sessions import list_sessions
+
+    rows = list_sessions(Path(path).resolve())
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        return
+    if not rows:
+        click.echo("no sessions", err=True)
+        return
+    for r in rows:
+        click.echo(f"{r.session_id}  {r.updated_at}  {r.messages:4d} msgs  {r.model}  {r.title}")
+
+
+@sessions_group.command("show")
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the messages as JSON.")
+@click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
+def sessions_show(session_id: str, as_json: bool, path: str) -> None:
+    """Show the conversation of SESSION_ID."""
+    import json
+    from pathlib import Path
+
+    from mermaid_cli.core.errors import UsageError
+    from mermaid_cli.store.sessions import load_session
+
+    try:
+        data = load_session(Path(path).resolve(), session_id)
+    except UsageError as exc:
+        click.echo(f"mermaid: {exc.message}", err=True)
+        sys.exit(2)
+    for bad in data.bad_lines:
+        click.echo(f"mermaid: skipped unreadable line {bad}", err=True)
+    if as_json:
+        payload = {
+            "session_id": data.session_id,
+            "model": data.started.get("model"),
+            "messages": [m.model_dump(mode="json", exclude_none=True) for m in data.messages],
+            "state": data.state,
+            "bad_lines": data.bad_lines,
+        }
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    for msg in data.messages:
+        for block in msg.content:
+            line = _block_line(msg.role, block)
+            if line is not None:
+                click.echo(line)
+
+
+def _block_line(role: str, block: object) -> str | None:
+    """One transcript line for a content block (None for an empty text block)."""
+    import json
+
+    from mermaid_cli.core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+
+    if isinstance(block, ToolCallBlock):
+        return f"[{role}] tool call {block.name} {json.dumps(block.arguments)}"
+    if isinstance(block, ToolResultBlock):
+        flag = " (error)" if block.is_error else ""
+        return f"[tool result{flag}] {block.content[:500]}"
+    if isinstance(block, TextBlock | ReasoningBlock) and block.text:
+        return f"[{role}] {block.text}"
+    return None

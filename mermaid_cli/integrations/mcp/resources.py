@@ -1,0 +1,77 @@
+"""MCP resources as text for the model: the listing behind `list_mcp_resources` and the reads
+behind `read_mcp_resource`, each call bounded by the run's MCP tool timeout."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mermaid_cli.core.types import ToolResult
+from mermaid_cli.integrations.mcp.server import ServerHandle, leaf_message, list_all
+from mermaid_cli.integrations.mcp.tools import cap_resource_text, convert_resource_contents
+
+
+def not_available(server: str, available: Sequence[ServerHandle]) -> ToolResult:
+    names = ", ".join(s.name for s in available) or "none"
+    return ToolResult.error(f"no ready MCP server {server!r} with resources; available: {names}")
+
+
+async def list_resources_text(
+    available: Sequence[ServerHandle], server: str | None, timeout: float
+) -> ToolResult:
+    """One line per resource and template of the ready servers (or of `server` only)."""
+    servers = list(available)
+    if server is not None:
+        servers = [s for s in servers if s.name == server]
+        if not servers:
+            return not_available(server, available)
+    lines: list[str] = []
+    count = 0
+    for srv in servers:
+        try:
+            resources, templates = await _list_server(srv, timeout)
+        except Exception as exc:  # noqa: BLE001 - one server's failure is a line for the model
+            lines.append(f"[{srv.name}] error: {leaf_message(exc)}")
+            continue
+        count += len(resources)
+        lines.extend(_resource_line(srv.name, r) for r in resources)
+        lines.extend(f"server={srv.name} | template={t.uri_template} | name={t.name}" for t in templates)
+    text = "\n".join(lines) if lines else "No resources."
+    return ToolResult(content=cap_resource_text(text), summary=f"{count} resource(s)")
+
+
+async def _list_server(srv: ServerHandle, timeout: float) -> tuple[list[Any], list[Any]]:
+    import anyio
+
+    with anyio.fail_after(timeout):
+        resources = await list_all(srv.client.list_resources, "resources")
+        try:
+            templates = await list_all(srv.client.list_resource_templates, "resource_templates")
+        except Exception:  # noqa: BLE001 - templates are optional
+            templates = []
+    return resources, templates
+
+
+def _resource_line(server: str, resource: Any) -> str:
+    bits = [f"server={server}", f"uri={resource.uri}", f"name={resource.name}"]
+    if resource.mime_type:
+        bits.append(f"mime={resource.mime_type}")
+    if resource.description:
+        bits.append(f"description={resource.description}")
+    return " | ".join(bits)
+
+
+async def read_resource(srv: ServerHandle, uri: str, timeout: float) -> ToolResult:
+    """The contents of `uri` on the ready, resources-capable server `srv`: text capped, images kept."""
+    import anyio
+
+    try:
+        with anyio.fail_after(timeout):
+            result = await srv.client.read_resource(uri)
+    except TimeoutError:
+        return ToolResult.error(f"reading {uri} from {srv.name} timed out after {timeout:g} s")
+    except Exception as exc:  # noqa: BLE001
+        return ToolResult.error(f"reading {uri} from {srv.name} failed: {leaf_message(exc)}")
+    texts, images = convert_resource_contents(list(result.contents))
+    content = cap_resource_text("\n".join(texts)) if texts else "(empty resource)"
+    return ToolResult(content=content, summary=f"Read {uri} from {srv.name}", images=tuple(images))
