@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import httpx
 
     from mermaid_cli.providers.base import TurnSink
+    from mermaid_cli.providers.models import ModelFacts
 
 T = TypeVar("T")
 
@@ -319,10 +320,18 @@ class Endpoint:
     extra_headers: tuple[tuple[str, str], ...] = ()
     native_tools: bool = True
     deadline: float | None = None  # time.monotonic() value; retries stop before it
+    #: the model's row of the table (with [models]/[pricing] applied); looked up when not given
+    facts: ModelFacts | None = field(default=None, compare=False, repr=False)
 
     @property
     def model_id(self) -> str:
         return f"{self.provider}/{self.model}"
+
+    @property
+    def model_facts(self) -> ModelFacts:
+        from mermaid_cli.providers.models import facts_for
+
+        return self.facts if self.facts is not None else facts_for(self.model_id)
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -73,15 +73,18 @@ class OpenAIChatProvider:
                 }
                 for t in request.tools
             ]
+        facts = self.endpoint.model_facts
         openai_itself = "api.openai.com" in self.endpoint.base_url
         if request.max_output_tokens:
             # OpenAI's reasoning models want max_completion_tokens; compatible servers know max_tokens.
-            body["max_completion_tokens" if openai_itself else "max_tokens"] = request.max_output_tokens
-        if request.reasoning and request.reasoning != "none":
+            cap = facts.output_cap(request.max_output_tokens, request.max_output_tokens)
+            body["max_completion_tokens" if openai_itself else "max_tokens"] = cap
+        effort = facts.effort(request.reasoning) if facts.thinking.mode == "effort" else None
+        if effort is not None:
             if self.endpoint.provider == "openrouter":
-                body["reasoning"] = {"effort": request.reasoning}  # OpenRouter's unified shape
+                body["reasoning"] = {"effort": effort}  # OpenRouter's unified shape
             else:
-                body["reasoning_effort"] = request.reasoning
+                body["reasoning_effort"] = effort
         if request.response_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",

@@ -9,7 +9,6 @@ last key of the body so everything before the newest item is byte-identical acro
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
@@ -35,21 +34,7 @@ from mermaid_cli.providers.http import (
     map_stream_error,
     with_retries,
 )
-
-_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "codex")
-
-
-def is_reasoning_model(model: str) -> bool:
-    name = model.rsplit("/", 1)[-1]
-    return name.startswith(_REASONING_PREFIXES) and "chat-latest" not in name
-
-
-_GPT5_BASE = re.compile(r"^gpt-5(-(mini|nano|codex|pro))?(-\d{4}-\d{2}-\d{2})?$")
-
-
-def _never_reasons(model: str) -> bool:
-    """Models that reject a `reasoning` parameter (asking them to think is dropped)."""
-    return model.startswith(("gpt-4", "gpt-3")) or "chat-latest" in model
+from mermaid_cli.providers.models import ModelFacts
 
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -106,17 +91,7 @@ class OpenAIResponsesProvider:
             body["instructions"] = request.system
         if tools:
             body["tools"] = tools
-        reasoning = is_reasoning_model(model)
-        if request.reasoning and request.reasoning != "none" and not _never_reasons(model):
-            body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
-            reasoning = True
-        elif request.reasoning == "none" and reasoning and model.startswith("gpt-5"):
-            # gpt-5 itself thinks at least "minimal"; gpt-5.1 and later can switch it off
-            body["reasoning"] = {"effort": "minimal" if _GPT5_BASE.match(model) else "none"}
-        if reasoning:
-            body["include"] = ["reasoning.encrypted_content"]
-        if request.max_output_tokens:
-            body["max_output_tokens"] = request.max_output_tokens
+        body.update(reasoning_params(self.endpoint.model_facts, request.reasoning, request.max_output_tokens))
         if request.response_schema is not None:
             body["text"] = {
                 "format": {
@@ -235,6 +210,23 @@ class OpenAIResponsesProvider:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def reasoning_params(facts: ModelFacts, level: str | None, max_output: int | None) -> dict[str, Any]:
+    """`reasoning`, `include` and `max_output_tokens` as the model's row allows them."""
+    out: dict[str, Any] = {}
+    thinks = facts.thinking.mode == "effort"
+    effort = facts.effort(level) if thinks else None
+    if effort is not None:
+        out["reasoning"] = {"effort": effort}
+        if level != "none":
+            out["reasoning"]["summary"] = "auto"
+    if thinks:
+        # reasoning items go back with every request (stateless), so ask for them encrypted
+        out["include"] = ["reasoning.encrypted_content"]
+    if max_output:
+        out["max_output_tokens"] = facts.output_cap(max_output, max_output)
+    return out
 
 
 def _user_items(blocks: tuple[Block, ...], patch_calls: set[str]) -> list[dict[str, Any]]:
