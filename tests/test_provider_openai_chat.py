@@ -13,6 +13,7 @@ from provider_fixtures import (
     validate_chat_request,
 )
 
+from mermaid_cli.config.sections.models import ModelSettings
 from mermaid_cli.core.types import (
     ImageData,
     Message,
@@ -24,6 +25,7 @@ from mermaid_cli.core.types import (
     TurnRequest,
 )
 from mermaid_cli.providers.http import Endpoint, split_last_item
+from mermaid_cli.providers.models import facts_for
 from mermaid_cli.providers.openai_chat import OpenAIChatProvider
 
 TOOLS = (
@@ -33,8 +35,6 @@ TOOLS = (
         input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
     ),
 )
-from mermaid_cli.config.sections.models import ModelSettings
-from mermaid_cli.providers.models import facts_for
 
 LLAMA_SETTINGS = ModelSettings(thinking="effort", efforts=["low", "medium", "high"])
 
