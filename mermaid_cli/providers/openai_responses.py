@@ -284,51 +284,56 @@ def _apply_patch_input(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _turn_from_output(output: list[dict[str, Any]], response: dict[str, Any]) -> ModelTurn:
-    content: list[Block] = []
-    for item in output:
-        itype = item.get("type")
-        if itype == "message":
-            text = "".join(
-                part.get("text", "")
-                for part in item.get("content") or []
-                if part.get("type") == "output_text"
-            )
-            refusal = "".join(
-                part.get("refusal", "") for part in item.get("content") or [] if part.get("type") == "refusal"
-            )
-            if text or refusal:
-                content.append(TextBlock(text=text or refusal))
-        elif itype == "reasoning":
-            summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
-            content.append(ReasoningBlock(text=summary, provider="openai", item=item))
-        elif itype == "function_call":
-            args, bad = parse_arguments(item.get("arguments") or "")
-            content.append(
-                ToolCallBlock(
-                    id=str(item.get("call_id") or item.get("id")),
-                    name=str(item.get("name")),
-                    arguments=args,
-                    raw_arguments=bad,
-                )
-            )
-        elif itype == "apply_patch_call":
-            content.append(native_tools.rewrite_openai_apply_patch(item))
-        # other item types (web_search_call, ...) are not ours: ignored
+def _block_from_item(item: dict[str, Any]) -> Block | None:
+    """Our block for one Responses output item; None for items that are not ours (web_search_call...)."""
+    itype = item.get("type")
+    if itype == "message":
+        parts = item.get("content") or []
+        text = "".join(p.get("text", "") for p in parts if p.get("type") == "output_text")
+        refusal = "".join(p.get("refusal", "") for p in parts if p.get("type") == "refusal")
+        return TextBlock(text=text or refusal) if text or refusal else None
+    if itype == "reasoning":
+        summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
+        return ReasoningBlock(text=summary, provider="openai", item=item)
+    if itype == "function_call":
+        args, bad = parse_arguments(item.get("arguments") or "")
+        return ToolCallBlock(
+            id=str(item.get("call_id") or item.get("id")),
+            name=str(item.get("name")),
+            arguments=args,
+            raw_arguments=bad,
+        )
+    if itype == "apply_patch_call":
+        return native_tools.rewrite_openai_apply_patch(item)
+    return None
+
+
+def _usage(response: dict[str, Any]) -> Usage:
     usage_in = response.get("usage") or {}
     details = usage_in.get("input_tokens_details") or {}
     cached, written = details.get("cached_tokens") or 0, details.get("cache_write_tokens") or 0
-    usage = Usage(
+    return Usage(
         input_tokens=max(0, (usage_in.get("input_tokens") or 0) - cached - written),
         output_tokens=usage_in.get("output_tokens") or 0,
         cache_read_input_tokens=cached,
         cache_creation_input_tokens=written,
     )
+
+
+def _stop_reason(content: list[Block], response: dict[str, Any]) -> str:
     if any(isinstance(b, ToolCallBlock) for b in content):
-        stop = "tool_use"
-    elif response.get("status") == "incomplete":
+        return "tool_use"
+    if response.get("status") == "incomplete":
         reason = (response.get("incomplete_details") or {}).get("reason")
-        stop = "length" if reason == "max_output_tokens" else (reason or "incomplete")
-    else:
-        stop = "stop"
-    return ModelTurn(content=tuple(content), stop_reason=stop, usage=usage, model=response.get("model"))
+        return "length" if reason == "max_output_tokens" else (reason or "incomplete")
+    return "stop"
+
+
+def _turn_from_output(output: list[dict[str, Any]], response: dict[str, Any]) -> ModelTurn:
+    content = [b for b in (_block_from_item(item) for item in output) if b is not None]
+    return ModelTurn(
+        content=tuple(content),
+        stop_reason=_stop_reason(content, response),
+        usage=_usage(response),
+        model=response.get("model"),
+    )
