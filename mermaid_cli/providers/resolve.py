@@ -11,7 +11,7 @@ request. The model part is passed to the vendor verbatim
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -245,12 +245,13 @@ def resolve_model(
     env: Mapping[str, str],
     *,
     cwd: Path,
-    deadline: float | None = None,
+    deadline: Callable[[], float] | None = None,
 ) -> ResolvedModel:
     """The model for a run: `model_id`, else the config's, else the first provider with a key.
 
     `replay/FILE` (relative to `cwd`) serves a recording; it plans with the recorded model's facts.
-    `deadline` is a time.monotonic() value. Errors as `create_provider`."""
+    `deadline` gives the run's time.monotonic() deadline; it is asked only when a real provider
+    is built (a replay has no network to retry). Errors as `create_provider`."""
     chosen = model_id or default_model(settings, env)
     if chosen.startswith(REPLAY_PREFIX):
         from mermaid_cli.providers.replay import ReplayProvider
@@ -260,7 +261,7 @@ def resolve_model(
         recorded = replay.recorded_model
         facts = model_facts(recorded, settings) if recorded else facts_for(chosen)
         return ResolvedModel(replay, chosen, facts, recorded_model=recorded)
-    provider = create_provider(chosen, settings, env, deadline=deadline)
+    provider = create_provider(chosen, settings, env, deadline=deadline() if deadline else None)
     endpoint = getattr(provider, "endpoint", None)
     facts = endpoint.model_facts if endpoint is not None else model_facts(chosen, settings)
     secrets = tuple(endpoint.secrets) if endpoint is not None else ()

@@ -671,9 +671,12 @@ class Run:
     def _provider(self, settings: Any) -> tuple[Any, Callable[[Any], float | None] | None]:
         from mermaid_cli.providers.resolve import resolve_model
 
-        remaining = self.deadline - self.io.monotonic()
         resolved = resolve_model(
-            None, settings, self.io.env, cwd=self.io.cwd, deadline=time.monotonic() + remaining
+            None,
+            settings,
+            self.io.env,
+            cwd=self.io.cwd,
+            deadline=lambda: time.monotonic() + self.deadline - self.io.monotonic(),
         )
         self.model_id = resolved.model_id
         self.model_window = resolved.context_window
