@@ -165,7 +165,7 @@ class AnthropicProvider:
 
     async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
         body = self.build_body(request)
-        offered_native = any("type" in t for t in body.get("tools", []))
+        offered = [t for t in body.get("tools", []) if "type" in t]
         try:
             return await with_retries(
                 lambda: self._attempt(encode(body), sink),
@@ -174,8 +174,7 @@ class AnthropicProvider:
                 secrets=self.endpoint.secrets,
             )
         except ProviderError as exc:
-            rejected = exc.status_code == 400 and "tool" in exc.message.lower()
-            if isinstance(exc, ContextTooLong) or not (offered_native and rejected):
+            if isinstance(exc, ContextTooLong) or not native_tools.rejected_natives(exc, offered):
                 raise
         # The API refused the native tool definitions: our schemas from now on.
         self.native_rejected = True

@@ -153,7 +153,7 @@ class OpenAIResponsesProvider:
 
     async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
         body = self.build_body(request)
-        offered_native = any(t.get("type") != "function" for t in body.get("tools", []))
+        offered = [t for t in body.get("tools", []) if t.get("type") != "function"]
         try:
             return await with_retries(
                 lambda: self._attempt(encode(body), sink),
@@ -162,9 +162,7 @@ class OpenAIResponsesProvider:
                 secrets=self.endpoint.secrets,
             )
         except ProviderError as exc:
-            if isinstance(exc, ContextTooLong) or not (
-                offered_native and exc.status_code == 400 and "tool" in exc.message.lower()
-            ):
+            if isinstance(exc, ContextTooLong) or not native_tools.rejected_natives(exc, offered):
                 raise
         self.native_rejected = True
         sink.retry(
