@@ -75,7 +75,7 @@ def _check_anthropic(row: ModelFacts, body: dict, level: str | None, cap: int | 
     else:
         assert thinking["type"] == "enabled" and mode == "budget"
         assert 1_024 <= thinking["budget_tokens"] < body["max_tokens"]
-    assert level not in (None,)
+    assert level is not None
 
 
 def _check_openai(row: ModelFacts, body: dict, key: str, effort: str | None) -> None:
