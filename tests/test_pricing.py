@@ -64,12 +64,10 @@ def test_cost_adds_every_component() -> None:
     assert cost_usd(Usage(), price) == 0
 
 
-def test_price_file_is_well_formed() -> None:
-    data = json.loads(
-        (Path(__file__).resolve().parents[1] / "mermaid_cli" / "providers" / "data" / "prices.json").read_text()
-    )
-    for key, value in data.items():
-        if key.startswith("_"):
-            continue
-        assert key.split("/", 1)[0] in ("anthropic", "openai"), key
-        Price(**value)
+def test_old_price_table_is_gone_and_every_listed_model_has_a_price() -> None:
+    data_dir = Path(__file__).resolve().parents[1] / "mermaid_cli" / "providers" / "data"
+    assert not (data_dir / "prices.json").exists()  # one definition: the model table
+    rows = json.loads((data_dir / "models.json").read_text())["models"]
+    for row in rows:
+        for model_id in row["ids"]:
+            assert price_for(model_id) == Price(**row["price"]), model_id

@@ -13,6 +13,7 @@ from provider_fixtures import (
     validate_chat_request,
 )
 
+from mermaid_cli.config.sections.models import ModelSettings
 from mermaid_cli.core.types import (
     ImageData,
     Message,
@@ -24,6 +25,7 @@ from mermaid_cli.core.types import (
     TurnRequest,
 )
 from mermaid_cli.providers.http import Endpoint, split_last_item
+from mermaid_cli.providers.models import facts_for
 from mermaid_cli.providers.openai_chat import OpenAIChatProvider
 
 TOOLS = (
@@ -33,6 +35,8 @@ TOOLS = (
         input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
     ),
 )
+
+LLAMA_SETTINGS = ModelSettings(thinking="effort", efforts=["low", "medium", "high"])
 
 
 def request(*messages: Message, **kw) -> TurnRequest:
@@ -57,7 +61,8 @@ async def test_parallel_tool_calls_are_accumulated_by_index() -> None:
         )
     ]
     with FakeProviderServer(script) as server:
-        provider = OpenAIChatProvider(endpoint(server, "groq", "llama-3.3-70b"))
+        facts = facts_for("groq/llama-3.3-70b", {"groq/llama-3.3-70b": LLAMA_SETTINGS})
+        provider = OpenAIChatProvider(endpoint(server, "groq", "llama-3.3-70b", facts=facts))
         sink = RecordingSink()
         result = await provider.turn(request(max_output_tokens=99, reasoning="low"), sink)
         await provider.aclose()
@@ -136,12 +141,18 @@ async def test_arguments_not_an_object_and_prefix_stability() -> None:
 
 
 async def test_openrouter_reasoning_shape_and_openai_token_cap() -> None:
-    with FakeProviderServer([turn(text("a"))]) as server:
+    with FakeProviderServer([turn(text("a")), turn(text("b"))]) as server:
+        facts = facts_for("openrouter/x/y", {"openrouter/x/y": LLAMA_SETTINGS})
+        await OpenAIChatProvider(endpoint(server, "openrouter", "x/y", facts=facts)).turn(
+            request(reasoning="high"), RecordingSink()
+        )
+        # a model the table does not know is sent no reasoning parameter at all
         await OpenAIChatProvider(endpoint(server, "openrouter", "x/y")).turn(
             request(reasoning="high"), RecordingSink()
         )
-        router = server.requests[0]["body"]
+        router, unknown = (r["body"] for r in server.requests)
     assert router["reasoning"] == {"effort": "high"} and "reasoning_effort" not in router
+    assert "reasoning" not in unknown and "reasoning_effort" not in unknown
     real = OpenAIChatProvider(
         Endpoint(provider="openai", model="o3", base_url="https://api.openai.com/v1", api_key="k")
     )

@@ -25,6 +25,7 @@ from mermaid_cli.config.sections.exec import ExecSection
 from mermaid_cli.config.sections.hooks import HookSpec
 from mermaid_cli.config.sections.longrun import CompactionSection, MemorySection
 from mermaid_cli.config.sections.mcp import McpServerSettings
+from mermaid_cli.config.sections.models import ModelSettings
 from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
 from mermaid_cli.config.sections.safety import SafetySettings
 from mermaid_cli.config.sections.sandbox import SandboxSection
@@ -80,11 +81,12 @@ class Settings(BaseModel):
     mcp_defer_tools: bool = Field(True, description="Offer MCP tools through one tool_search tool.")
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
     tools: ProviderToolsSettings = Field(default_factory=ProviderToolsSettings)
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.
-PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "model", "hooks")
+PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "models", "model", "hooks")
 PROJECT_FORBIDDEN_SAFETY = ("allow_readonly_web", "allow_untrusted_headless_tools", "auto_classifier_model")
 
 

@@ -9,7 +9,6 @@ order and `messages` last, so everything before the last message is byte-identic
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
@@ -35,11 +34,16 @@ from mermaid_cli.providers.http import (
     map_stream_error,
     with_retries,
 )
+from mermaid_cli.providers.models import ModelFacts
 
 API_VERSION = "2023-06-01"
-DEFAULT_MAX_TOKENS = 16_000
+#: max_tokens when the run sets no cap: the model's limit, but at most this (Anthropic reserves
+#: output rate limit by max_tokens, so the full 128K of newer models would throttle small accounts)
+DEFAULT_OUTPUT_CAP = 32_000
 #: thinking budget per --reasoning level (budget_tokens must be >= 1024 and < max_tokens)
 THINKING_BUDGETS = {"low": 2_048, "medium": 8_192, "high": 24_576}
+#: room for the answer beside a thinking budget
+ANSWER_ROOM = 8_192
 _EPHEMERAL = {"type": "ephemeral"}
 _STOP_REASONS = {
     "end_turn": "stop",
@@ -82,20 +86,13 @@ class AnthropicProvider:
             tools[-1]["cache_control"] = dict(_EPHEMERAL)
         elif system:
             system[-1]["cache_control"] = dict(_EPHEMERAL)
-        max_tokens = request.max_output_tokens or _default_max_tokens(self.endpoint.model)
-        body: dict[str, Any] = {"model": self.endpoint.model, "max_tokens": max_tokens, "stream": True}
-        adaptive = uses_adaptive_thinking(self.endpoint.model)
-        if request.reasoning and request.reasoning != "none":
-            if adaptive:
-                body["thinking"] = {"type": "adaptive"}
-                body["output_config"] = {"effort": request.reasoning}
-            else:
-                budget = THINKING_BUDGETS[request.reasoning]
-                if max_tokens <= budget:
-                    body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
-                body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        elif request.reasoning == "none" and adaptive:
-            body["thinking"] = {"type": "disabled"}
+        limits = request_limits(self.endpoint.model_facts, request.max_output_tokens, request.reasoning)
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "max_tokens": limits.pop("max_tokens"),
+            "stream": True,
+        }
+        body.update(limits)
         if system:
             body["system"] = system
         if tools:
@@ -168,7 +165,7 @@ class AnthropicProvider:
 
     async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
         body = self.build_body(request)
-        offered_native = any("type" in t for t in body.get("tools", []))
+        offered = [t for t in body.get("tools", []) if "type" in t]
         try:
             return await with_retries(
                 lambda: self._attempt(encode(body), sink),
@@ -177,8 +174,7 @@ class AnthropicProvider:
                 secrets=self.endpoint.secrets,
             )
         except ProviderError as exc:
-            rejected = exc.status_code == 400 and "tool" in exc.message.lower()
-            if isinstance(exc, ContextTooLong) or not (offered_native and rejected):
+            if isinstance(exc, ContextTooLong) or not native_tools.rejected_natives(exc, offered):
                 raise
         # The API refused the native tool definitions: our schemas from now on.
         self.native_rejected = True
@@ -217,20 +213,32 @@ def _image(media_type: str, data: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
-_VERSION = re.compile(r"^claude-(?:opus|sonnet|haiku|mythos|fable)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
-
-
-def uses_adaptive_thinking(model: str) -> bool:
-    """Claude 4.6 and later take `thinking: {type: adaptive}` + an effort; older ones a budget."""
-    match = _VERSION.match(model)
-    if match is None:
-        return model.startswith(("claude-mythos", "claude-fable"))
-    major, minor = int(match.group(1)), int(match.group(2) or 0)
-    return (major, minor) >= (4, 6)
-
-
-def _default_max_tokens(model: str) -> int:
-    return 8_192 if model.startswith("claude-3-") else DEFAULT_MAX_TOKENS
+def request_limits(facts: ModelFacts, requested: int | None, reasoning: str | None) -> dict[str, Any]:
+    """`max_tokens`, `thinking` and `output_config` as the model's row allows them."""
+    max_tokens = facts.output_cap(requested, DEFAULT_OUTPUT_CAP)
+    out: dict[str, Any] = {"max_tokens": max_tokens}
+    mode = facts.thinking.mode
+    if reasoning == "none":
+        # Only a model that can think and is not always thinking is told not to.
+        if mode == "adaptive" and not facts.thinking.always_on:
+            out["thinking"] = {"type": "disabled"}
+        return out
+    effort = facts.effort(reasoning)
+    if effort is None:
+        return out
+    if mode == "adaptive":
+        out["thinking"] = {"type": "adaptive"}
+        out["output_config"] = {"effort": effort}
+    elif mode == "budget":
+        budget = THINKING_BUDGETS.get(effort, THINKING_BUDGETS["medium"])
+        if max_tokens <= budget:
+            max_tokens = min(facts.max_output, budget + ANSWER_ROOM)
+        # budget_tokens must stay below max_tokens and at least 1024
+        budget = min(budget, max_tokens - 1_024)
+        if budget >= 1_024:
+            out["max_tokens"] = max_tokens
+            out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    return out
 
 
 class _StreamState:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import httpx
 
     from mermaid_cli.providers.base import TurnSink
+    from mermaid_cli.providers.models import ModelFacts
 
 T = TypeVar("T")
 
@@ -48,7 +49,16 @@ _RETRYABLE_TYPES = {
     "rate_limit_error",
     "server_error",
     "rate_limit_exceeded",
+    "server_is_overloaded",
 }
+
+
+def _retryable_kind(kind: str) -> bool:
+    """A stream error type/code worth another attempt: a known transient type, or an HTTP-like
+    status code (`"code": 502`) of 429 or 5xx, as OpenAI-compatible servers put in error chunks."""
+    if kind in _RETRYABLE_TYPES:
+        return True
+    return kind.isdigit() and (int(kind) == 429 or 500 <= int(kind) <= 599)
 
 
 def encode(body: dict[str, Any]) -> bytes:
@@ -177,8 +187,8 @@ def map_stream_error(provider: str, payload: dict[str, Any]) -> ProviderError:
     kind = kinds[0] if kinds else None
     message = str(err.get("message") or kind or "stream error")
     text = f"{provider}: {message}"
-    if any(k in _RETRYABLE_TYPES for k in kinds):
-        return Retryable(text, code=next(k for k in kinds if k in _RETRYABLE_TYPES))
+    if any(_retryable_kind(k) for k in kinds):
+        return Retryable(text, code=next(k for k in kinds if _retryable_kind(k)))
     if any(p in f"{message} {' '.join(kinds)}".lower() for p in _CONTEXT_PHRASES):
         return ContextTooLong(text)
     return ProviderError(text, code=kind or "stream_error")
@@ -187,16 +197,34 @@ def map_stream_error(provider: str, payload: dict[str, Any]) -> ProviderError:
 def map_transport_error(provider: str, url: str, exc: Exception) -> ProviderError:
     import httpx
 
-    if isinstance(exc, httpx.ConnectError):
-        # Refused / DNS failure: nearly always a wrong base URL, so fail fast and name it.
+    if isinstance(exc, httpx.ConnectError) and _refused(exc):
+        # Nothing listens there: nearly always a wrong base URL, so fail fast and name it.
         return ProviderError(
             f"{provider}: cannot connect to {url}: {exc or 'connection refused'}", code="connect"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        # A reset during the handshake, a DNS blip: transient, retried like a 5xx (as the SDKs do).
+        return Retryable(
+            f"{provider}: cannot connect to {url}: {exc or type(exc).__name__}", code="connect_retry"
         )
     if isinstance(exc, httpx.TimeoutException):
         return Retryable(f"{provider}: request to {url} timed out", code="timeout")
     return Retryable(
         f"{provider}: connection to {url} failed: {type(exc).__name__}: {exc}", code="connection"
     )
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connect error is a refused connection (httpx wraps the OSError a few levels deep)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        current = current.__cause__ or current.__context__
+    text = str(exc).lower()
+    return "connection refused" in text or "errno 111" in text
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
@@ -319,10 +347,18 @@ class Endpoint:
     extra_headers: tuple[tuple[str, str], ...] = ()
     native_tools: bool = True
     deadline: float | None = None  # time.monotonic() value; retries stop before it
+    #: the model's row of the table (with [models]/[pricing] applied); looked up when not given
+    facts: ModelFacts | None = field(default=None, compare=False, repr=False)
 
     @property
     def model_id(self) -> str:
         return f"{self.provider}/{self.model}"
+
+    @property
+    def model_facts(self) -> ModelFacts:
+        from mermaid_cli.providers.models import facts_for
+
+        return self.facts if self.facts is not None else facts_for(self.model_id)
 
     @property
     def secrets(self) -> tuple[str, ...]:

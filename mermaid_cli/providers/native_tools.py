@@ -31,6 +31,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from mermaid_cli.core.errors import ProviderError
 from mermaid_cli.core.types import ToolCallBlock, ToolSpec
 
 TEXT_EDITOR_NAME = "str_replace_based_edit_tool"
@@ -178,3 +179,14 @@ def openai_native_item(call: ToolCallBlock) -> dict[str, Any] | None:
     if native and native.get("provider") == "openai" and isinstance(native.get("item"), dict):
         return native["item"]
     return None
+
+
+def rejected_natives(exc: ProviderError, offered: list[dict[str, Any]]) -> bool:
+    """Whether the API refused the native tool definitions we offered: a 400 whose message names
+    one of their types (`text_editor_20250728`, `apply_patch`). Any other 400 that mentions a tool
+    (a bad tool_use id, a schema error in one of our tools) is not a reason to drop them."""
+    if exc.status_code != 400:
+        return False
+    message = exc.message.lower()
+    types = {str(t.get("type", "")).lower() for t in offered if t.get("type") not in (None, "function")}
+    return any(t and t in message for t in types)

@@ -73,15 +73,18 @@ class OpenAIChatProvider:
                 }
                 for t in request.tools
             ]
+        facts = self.endpoint.model_facts
         openai_itself = "api.openai.com" in self.endpoint.base_url
         if request.max_output_tokens:
             # OpenAI's reasoning models want max_completion_tokens; compatible servers know max_tokens.
-            body["max_completion_tokens" if openai_itself else "max_tokens"] = request.max_output_tokens
-        if request.reasoning and request.reasoning != "none":
+            cap = facts.output_cap(request.max_output_tokens, request.max_output_tokens)
+            body["max_completion_tokens" if openai_itself else "max_tokens"] = cap
+        effort = facts.effort(request.reasoning) if facts.thinking.mode == "effort" else None
+        if effort is not None:
             if self.endpoint.provider == "openrouter":
-                body["reasoning"] = {"effort": request.reasoning}  # OpenRouter's unified shape
+                body["reasoning"] = {"effort": effort}  # OpenRouter's unified shape
             else:
-                body["reasoning_effort"] = request.reasoning
+                body["reasoning_effort"] = effort
         if request.response_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
@@ -105,75 +108,92 @@ class OpenAIChatProvider:
         )
 
     async def _attempt(self, body: bytes, sink: TurnSink) -> ModelTurn:
-        text: list[str] = []
-        reasoning: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        finish: str | None = None
-        usage: dict[str, Any] = {}
-        model: str | None = None
-        done = False
+        state = _ChatStream(self.endpoint.provider)
         async for event in self._http.stream_events(self.url, self.headers(), body):
-            if done or event.data.strip() == "[DONE]":
-                done = True  # read to the end so the connection is reused
+            if state.done or event.data.strip() == "[DONE]":
+                state.done = True  # read to the end so the connection is reused
                 continue
             chunk = event.json()
-            if not isinstance(chunk, dict):
-                continue
-            if "error" in chunk:
-                raise map_stream_error(self.endpoint.provider, chunk)
-            model = chunk.get("model") or model
-            if chunk.get("usage"):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if delta.get("content"):
-                    text.append(delta["content"])
-                    sink.text(delta["content"])
-                thought = delta.get("reasoning_content") or delta.get("reasoning")
-                if isinstance(thought, str) and thought:
-                    reasoning.append(thought)
-                    sink.reasoning(thought)
-                for tc in delta.get("tool_calls") or []:
-                    slot = calls.setdefault(
-                        int(tc.get("index", len(calls))), {"id": "", "name": "", "arguments": ""}
-                    )
-                    if tc.get("id"):
-                        slot["id"] = tc["id"]
-                    fn = tc.get("function") or {}
-                    if fn.get("name"):
-                        slot["name"] += fn["name"]
-                    if fn.get("arguments"):
-                        slot["arguments"] += fn["arguments"]
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
-        if not done and finish is None:
+            if isinstance(chunk, dict):
+                state.feed(chunk, sink)
+        if not state.done and state.finish is None:
             raise StreamCut()
+        return state.result()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+class _ChatStream:
+    """Accumulates one streamed chat completion: text, reasoning, tool calls by index, usage."""
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish: str | None = None
+        self.usage: dict[str, Any] = {}
+        self.model: str | None = None
+        self.done = False
+
+    def feed(self, chunk: dict[str, Any], sink: TurnSink) -> None:
+        if "error" in chunk:
+            raise map_stream_error(self.provider, chunk)
+        self.model = chunk.get("model") or self.model
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            self._delta(choice.get("delta") or {}, sink)
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+
+    def _delta(self, delta: dict[str, Any], sink: TurnSink) -> None:
+        if delta.get("content"):
+            self.text.append(delta["content"])
+            sink.text(delta["content"])
+        thought = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(thought, str) and thought:
+            self.reasoning.append(thought)
+            sink.reasoning(thought)
+        for tc in delta.get("tool_calls") or []:
+            slot = self.calls.setdefault(
+                int(tc.get("index", len(self.calls))), {"id": "", "name": "", "arguments": ""}
+            )
+            if tc.get("id"):
+                slot["id"] = tc["id"]
+            fn = tc.get("function") or {}
+            name = fn.get("name")
+            # Some servers repeat the whole name in every chunk; others send it once (or in pieces).
+            if name and name != slot["name"]:
+                slot["name"] += name
+            if fn.get("arguments"):
+                slot["arguments"] += fn["arguments"]
+
+    def result(self) -> ModelTurn:
         content: list[Block] = []
-        if reasoning:
-            content.append(ReasoningBlock(text="".join(reasoning), provider=self.endpoint.provider))
-        if text:
-            content.append(TextBlock(text="".join(text)))
-        for index in sorted(calls):
-            slot = calls[index]
+        if self.reasoning:
+            content.append(ReasoningBlock(text="".join(self.reasoning), provider=self.provider))
+        if self.text:
+            content.append(TextBlock(text="".join(self.text)))
+        for index in sorted(self.calls):
+            slot = self.calls[index]
             args, bad = parse_arguments(slot["arguments"])
             content.append(
                 ToolCallBlock(
                     id=slot["id"] or f"call_{index}", name=slot["name"], arguments=args, raw_arguments=bad
                 )
             )
-        details = usage.get("prompt_tokens_details") or {}
+        details = self.usage.get("prompt_tokens_details") or {}
         cached, written = details.get("cached_tokens") or 0, details.get("cache_write_tokens") or 0
         turn_usage = Usage(
-            input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached - written),
-            output_tokens=usage.get("completion_tokens") or 0,
+            input_tokens=max(0, (self.usage.get("prompt_tokens") or 0) - cached - written),
+            output_tokens=self.usage.get("completion_tokens") or 0,
             cache_read_input_tokens=cached,
             cache_creation_input_tokens=written,
         )
-        stop = "tool_use" if calls else _FINISH.get(finish or "stop", finish)
-        return ModelTurn(content=tuple(content), stop_reason=stop, usage=turn_usage, model=model)
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
+        stop = "tool_use" if self.calls else _FINISH.get(self.finish or "stop", self.finish)
+        return ModelTurn(content=tuple(content), stop_reason=stop, usage=turn_usage, model=self.model)
 
 
 def _messages(message: Message) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ last key of the body so everything before the newest item is byte-identical acro
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
@@ -35,21 +34,7 @@ from mermaid_cli.providers.http import (
     map_stream_error,
     with_retries,
 )
-
-_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "codex")
-
-
-def is_reasoning_model(model: str) -> bool:
-    name = model.rsplit("/", 1)[-1]
-    return name.startswith(_REASONING_PREFIXES) and "chat-latest" not in name
-
-
-_GPT5_BASE = re.compile(r"^gpt-5(-(mini|nano|codex|pro))?(-\d{4}-\d{2}-\d{2})?$")
-
-
-def _never_reasons(model: str) -> bool:
-    """Models that reject a `reasoning` parameter (asking them to think is dropped)."""
-    return model.startswith(("gpt-4", "gpt-3")) or "chat-latest" in model
+from mermaid_cli.providers.models import ModelFacts
 
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -106,17 +91,7 @@ class OpenAIResponsesProvider:
             body["instructions"] = request.system
         if tools:
             body["tools"] = tools
-        reasoning = is_reasoning_model(model)
-        if request.reasoning and request.reasoning != "none" and not _never_reasons(model):
-            body["reasoning"] = {"effort": request.reasoning, "summary": "auto"}
-            reasoning = True
-        elif request.reasoning == "none" and reasoning and model.startswith("gpt-5"):
-            # gpt-5 itself thinks at least "minimal"; gpt-5.1 and later can switch it off
-            body["reasoning"] = {"effort": "minimal" if _GPT5_BASE.match(model) else "none"}
-        if reasoning:
-            body["include"] = ["reasoning.encrypted_content"]
-        if request.max_output_tokens:
-            body["max_output_tokens"] = request.max_output_tokens
+        body.update(reasoning_params(self.endpoint.model_facts, request.reasoning, request.max_output_tokens))
         if request.response_schema is not None:
             body["text"] = {
                 "format": {
@@ -178,7 +153,7 @@ class OpenAIResponsesProvider:
 
     async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
         body = self.build_body(request)
-        offered_native = any(t.get("type") != "function" for t in body.get("tools", []))
+        offered = [t for t in body.get("tools", []) if t.get("type") != "function"]
         try:
             return await with_retries(
                 lambda: self._attempt(encode(body), sink),
@@ -187,9 +162,7 @@ class OpenAIResponsesProvider:
                 secrets=self.endpoint.secrets,
             )
         except ProviderError as exc:
-            if isinstance(exc, ContextTooLong) or not (
-                offered_native and exc.status_code == 400 and "tool" in exc.message.lower()
-            ):
+            if isinstance(exc, ContextTooLong) or not native_tools.rejected_natives(exc, offered):
                 raise
         self.native_rejected = True
         sink.retry(
@@ -235,6 +208,23 @@ class OpenAIResponsesProvider:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def reasoning_params(facts: ModelFacts, level: str | None, max_output: int | None) -> dict[str, Any]:
+    """`reasoning`, `include` and `max_output_tokens` as the model's row allows them."""
+    out: dict[str, Any] = {}
+    thinks = facts.thinking.mode == "effort"
+    effort = facts.effort(level) if thinks else None
+    if effort is not None:
+        out["reasoning"] = {"effort": effort}
+        if level != "none":
+            out["reasoning"]["summary"] = "auto"
+    if thinks:
+        # reasoning items go back with every request (stateless), so ask for them encrypted
+        out["include"] = ["reasoning.encrypted_content"]
+    if max_output:
+        out["max_output_tokens"] = facts.output_cap(max_output, max_output)
+    return out
 
 
 def _user_items(blocks: tuple[Block, ...], patch_calls: set[str]) -> list[dict[str, Any]]:
@@ -292,51 +282,56 @@ def _apply_patch_input(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _turn_from_output(output: list[dict[str, Any]], response: dict[str, Any]) -> ModelTurn:
-    content: list[Block] = []
-    for item in output:
-        itype = item.get("type")
-        if itype == "message":
-            text = "".join(
-                part.get("text", "")
-                for part in item.get("content") or []
-                if part.get("type") == "output_text"
-            )
-            refusal = "".join(
-                part.get("refusal", "") for part in item.get("content") or [] if part.get("type") == "refusal"
-            )
-            if text or refusal:
-                content.append(TextBlock(text=text or refusal))
-        elif itype == "reasoning":
-            summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
-            content.append(ReasoningBlock(text=summary, provider="openai", item=item))
-        elif itype == "function_call":
-            args, bad = parse_arguments(item.get("arguments") or "")
-            content.append(
-                ToolCallBlock(
-                    id=str(item.get("call_id") or item.get("id")),
-                    name=str(item.get("name")),
-                    arguments=args,
-                    raw_arguments=bad,
-                )
-            )
-        elif itype == "apply_patch_call":
-            content.append(native_tools.rewrite_openai_apply_patch(item))
-        # other item types (web_search_call, ...) are not ours: ignored
+def _block_from_item(item: dict[str, Any]) -> Block | None:
+    """Our block for one Responses output item; None for items that are not ours (web_search_call...)."""
+    itype = item.get("type")
+    if itype == "message":
+        parts = item.get("content") or []
+        text = "".join(p.get("text", "") for p in parts if p.get("type") == "output_text")
+        refusal = "".join(p.get("refusal", "") for p in parts if p.get("type") == "refusal")
+        return TextBlock(text=text or refusal) if text or refusal else None
+    if itype == "reasoning":
+        summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
+        return ReasoningBlock(text=summary, provider="openai", item=item)
+    if itype == "function_call":
+        args, bad = parse_arguments(item.get("arguments") or "")
+        return ToolCallBlock(
+            id=str(item.get("call_id") or item.get("id")),
+            name=str(item.get("name")),
+            arguments=args,
+            raw_arguments=bad,
+        )
+    if itype == "apply_patch_call":
+        return native_tools.rewrite_openai_apply_patch(item)
+    return None
+
+
+def _usage(response: dict[str, Any]) -> Usage:
     usage_in = response.get("usage") or {}
     details = usage_in.get("input_tokens_details") or {}
     cached, written = details.get("cached_tokens") or 0, details.get("cache_write_tokens") or 0
-    usage = Usage(
+    return Usage(
         input_tokens=max(0, (usage_in.get("input_tokens") or 0) - cached - written),
         output_tokens=usage_in.get("output_tokens") or 0,
         cache_read_input_tokens=cached,
         cache_creation_input_tokens=written,
     )
+
+
+def _stop_reason(content: list[Block], response: dict[str, Any]) -> str:
     if any(isinstance(b, ToolCallBlock) for b in content):
-        stop = "tool_use"
-    elif response.get("status") == "incomplete":
+        return "tool_use"
+    if response.get("status") == "incomplete":
         reason = (response.get("incomplete_details") or {}).get("reason")
-        stop = "length" if reason == "max_output_tokens" else (reason or "incomplete")
-    else:
-        stop = "stop"
-    return ModelTurn(content=tuple(content), stop_reason=stop, usage=usage, model=response.get("model"))
+        return "length" if reason == "max_output_tokens" else (reason or "incomplete")
+    return "stop"
+
+
+def _turn_from_output(output: list[dict[str, Any]], response: dict[str, Any]) -> ModelTurn:
+    content = [b for b in (_block_from_item(item) for item in output) if b is not None]
+    return ModelTurn(
+        content=tuple(content),
+        stop_reason=_stop_reason(content, response),
+        usage=_usage(response),
+        model=response.get("model"),
+    )

@@ -1,21 +1,32 @@
-"""From a model id (`provider/model`) to a ready Provider: presets, `[providers.NAME]`, keys.
+"""Everything about a model id: presets, `[providers.NAME]`, keys, the model's facts, `replay/FILE`.
 
-`create_provider` does no I/O beyond reading keys (environment, then the OS keyring); the HTTP
-client is created on the first request. The model part is passed to the vendor verbatim
+`resolve_model` turns the configured id (or the default one) into a `ResolvedModel`: the ready
+Provider plus what the run needs to know about the model (price, context window, output limit,
+vision, the secrets to redact, the recorded model of a replay). `create_provider` does no I/O
+beyond reading keys (environment, then the OS keyring); the HTTP client is created on the first
+request. The model part is passed to the vendor verbatim
 (`openrouter/anthropic/claude-sonnet-4.5` → model `anthropic/claude-sonnet-4.5`).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mermaid_cli.core.errors import ConfigError, ProviderError, UsageError
+from mermaid_cli.core.types import Usage
 from mermaid_cli.providers.base import Provider
+from mermaid_cli.providers.models import UNKNOWN_MAX_OUTPUT, ModelFacts, Price, facts_for
 from mermaid_cli.security.keys import lookup_key
+
+if TYPE_CHECKING:
+    from mermaid_cli.config.loader import Settings
+
+REPLAY_PREFIX = "replay/"
 
 
 @dataclass(frozen=True)
@@ -156,6 +167,7 @@ def create_provider(
 
     headers = tuple(sorted((user.extra_headers or {}).items())) if user is not None else ()
     endpoint = Endpoint(
+        facts=model_facts(model_id, settings),
         provider=provider,
         model=model,
         base_url=base_url,
@@ -175,6 +187,86 @@ def create_provider(
     from mermaid_cli.providers.openai_chat import OpenAIChatProvider
 
     return OpenAIChatProvider(endpoint)
+
+
+def model_facts(model_id: str, settings: Any) -> ModelFacts:
+    """The table's row for `model_id` with the config's `[models]` and `[pricing]` applied."""
+    return facts_for(model_id, getattr(settings, "models", None), getattr(settings, "pricing", None))
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model ready for a run: its client and the facts the run plans with."""
+
+    provider: Provider
+    #: the id the run reports (`provider/model`, or `replay/FILE`)
+    model_id: str
+    facts: ModelFacts
+    #: values the run must redact from every output (the API key)
+    secrets: tuple[str, ...] = ()
+    #: the model a replay's recording was made with (its facts and price are that model's)
+    recorded_model: str | None = None
+    #: things the user should know (an unknown model gets safe defaults, not guesses)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def price(self) -> Price | None:
+        return self.facts.price
+
+    @property
+    def context_window(self) -> int:
+        return self.facts.context_window
+
+    @property
+    def max_output(self) -> int:
+        return self.facts.max_output
+
+    @property
+    def vision(self) -> bool:
+        return self.facts.vision
+
+    def cost(self, usage: Usage) -> float | None:
+        from mermaid_cli.providers.pricing import turn_cost
+
+        return turn_cost(self.facts, usage)
+
+
+def unknown_model_warning(model_id: str) -> str:
+    return (
+        f"model {model_id} is not in Mermaid's model table: no reasoning parameters are sent, output is "
+        f"capped at {UNKNOWN_MAX_OUTPUT} tokens where the API needs a cap, and the context window is taken "
+        f'as 128000; describe it in [models."{model_id}"] (and [pricing."{model_id}"])'
+    )
+
+
+def resolve_model(
+    model_id: str | None,
+    settings: Settings,
+    env: Mapping[str, str],
+    *,
+    cwd: Path,
+    deadline: Callable[[], float] | None = None,
+) -> ResolvedModel:
+    """The model for a run: `model_id`, else the config's, else the first provider with a key.
+
+    `replay/FILE` (relative to `cwd`) serves a recording; it plans with the recorded model's facts.
+    `deadline` gives the run's time.monotonic() deadline; it is asked only when a real provider
+    is built (a replay has no network to retry). Errors as `create_provider`."""
+    chosen = model_id or default_model(settings, env)
+    if chosen.startswith(REPLAY_PREFIX):
+        from mermaid_cli.providers.replay import ReplayProvider
+
+        path = Path(chosen[len(REPLAY_PREFIX) :])
+        replay = ReplayProvider(path if path.is_absolute() else cwd / path, chosen)
+        recorded = replay.recorded_model
+        facts = model_facts(recorded, settings) if recorded else facts_for(chosen)
+        return ResolvedModel(replay, chosen, facts, recorded_model=recorded)
+    provider = create_provider(chosen, settings, env, deadline=deadline() if deadline else None)
+    endpoint = getattr(provider, "endpoint", None)
+    facts = endpoint.model_facts if endpoint is not None else model_facts(chosen, settings)
+    secrets = tuple(endpoint.secrets) if endpoint is not None else ()
+    warnings = () if facts.known else (unknown_model_warning(chosen),)
+    return ResolvedModel(provider, chosen, facts, secrets=secrets, warnings=warnings)
 
 
 def default_model(settings: Any, env: Mapping[str, str]) -> str:

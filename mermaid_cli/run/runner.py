@@ -574,7 +574,7 @@ class Run:
                 threshold_percent=comp.auto_threshold_percent,
                 tail_turns=comp.tail_turns,
                 max_recoveries=comp.max_truncation_recoveries,
-                window=comp.context_window or context_window(self.model_id),
+                window=comp.context_window or self.model_window,
             ),
             note=self.out.note,
             redact=self.redact,
@@ -664,32 +664,22 @@ class Run:
         self.out.emit(event)
 
     def _provider(self, settings: Any) -> tuple[Any, Callable[[Any], float | None] | None]:
-        from mermaid_cli.providers.pricing import cost_usd, price_for
+        from mermaid_cli.providers.resolve import resolve_model
 
-        model = settings.model
-        if model and model.startswith("replay/"):
-            from mermaid_cli.providers.replay import ReplayProvider
-
-            path = Path(model[len("replay/") :])
-            if not path.is_absolute():
-                path = self.io.cwd / path
-            provider: Any = ReplayProvider(path, model)
-            # a replay costs what the recorded model would have, when its price is known
-            price = price_for(provider.recorded_model, settings.pricing) if provider.recorded_model else None
-        else:
-            from mermaid_cli.providers.resolve import create_provider, default_model
-
-            model = default_model(settings, self.io.env)
-            self.model_id = model
-            remaining = self.deadline - self.io.monotonic()
-            provider = create_provider(model, settings, self.io.env, deadline=time.monotonic() + remaining)
-            key = getattr(getattr(provider, "endpoint", None), "api_key", None)
-            if key:
-                self.add_secret(key)
-            price = price_for(model, settings.pricing)
-        if price is None:
-            return provider, None
-        return provider, lambda usage: cost_usd(usage, price)
+        resolved = resolve_model(
+            None,
+            settings,
+            self.io.env,
+            cwd=self.io.cwd,
+            deadline=lambda: time.monotonic() + self.deadline - self.io.monotonic(),
+        )
+        self.model_id = resolved.model_id
+        self.model_window = resolved.context_window
+        for secret in resolved.secrets:
+            self.add_secret(secret)
+        for warning in resolved.warnings:
+            self.out.note(warning)
+        return resolved.provider, (resolved.cost if resolved.price is not None else None)
 
     def _registry(self, settings: Settings) -> Any:
         from mermaid_cli.run.assemble import cached_registry
@@ -808,20 +798,6 @@ class Run:
 
 def _tail(text: str, limit: int) -> str:
     return cap_text(text, limit, head_share=0)
-
-
-def context_window(model_id: str) -> int:
-    """The context window of a model, in tokens, when `[compaction] context_window` does not say."""
-    name = model_id.split("/", 1)[-1].lower()
-    if "gpt-4.1" in name:
-        return 1_047_576
-    if name.startswith(("gpt-5", "o3", "o4")):
-        return 400_000
-    if name.startswith("gpt-4o"):
-        return 128_000
-    if "claude" in name or model_id.startswith("anthropic/"):
-        return 200_000
-    return 128_000
 
 
 def execute(opts: ExecOptions, io: RunIO) -> int:
