@@ -58,11 +58,13 @@ def test_ephemeral_reaches_the_run_options():
     assert parse("task").ephemeral is False
 
 
-@pytest.mark.xfail(strict=True, reason="run/runner.py does not honour ExecOptions.ephemeral yet")
 def test_ephemeral_run_leaves_no_session(project):
     out = run_mermaid(["exec", "--ephemeral", "--model", HELLO, "create hello.txt"], project)
     assert out.code == 0, out.stderr
     assert json.loads(run_mermaid(["sessions", "list", "--json"], project).stdout) == []
+    assert not (project / ".mermaid").exists()
+    resumed = run_mermaid(["exec", "--ephemeral", "--continue", "--model", HELLO, "again"], project)
+    assert resumed.code == 2 and "--ephemeral cannot be used" in resumed.stderr
 
 
 @pytest.mark.parametrize("args", [["-p", "fix the bug"], ["fix the bug", "-p"], ["-p./sub", "x"]])

@@ -362,6 +362,8 @@ class Run:
             self.project_root = root
         else:
             self.project_root = io.cwd.resolve()
+        if opts.ephemeral and (opts.resume or opts.continue_):
+            raise UsageError("--ephemeral cannot be used with --resume or --continue (nothing is saved to resume)")
         if opts.resume and opts.continue_:
             raise UsageError("--resume and --continue cannot be used together")
         if opts.system_prompt is not None and opts.system_prompt_file is not None:
@@ -478,9 +480,16 @@ class Run:
                 writer.message_count = self.resumed_next_index
                 writer.compactions = self.resumed_compactions
             else:
-                self.session_id, writer = create_session(
-                    self.project_root, io.clock(), redact=self.redact, clock=io.clock
-                )
+                # --ephemeral: the session file lives in a private temp dir that goes with the run
+                # (context_archive still reads it); nothing is left in the project
+                store_root = self.project_root
+                if opts.ephemeral:
+                    import shutil
+                    import tempfile
+
+                    store_root = Path(tempfile.mkdtemp(prefix="mermaid-ephemeral-"))
+                    self.cleanups.append(lambda: shutil.rmtree(store_root, ignore_errors=True))
+                self.session_id, writer = create_session(store_root, io.clock(), redact=self.redact, clock=io.clock)
         except OSError as exc:
             where = self.project_root / ".mermaid" / "conversations"
             raise UsageError(f"cannot write the session under {where}: {exc.strerror or exc}") from None
