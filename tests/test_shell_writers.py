@@ -78,6 +78,18 @@ WRITERS: list[tuple[str, str]] = [
     ("find . -name '*.md' | xargs -I{} timeout 5 sh -c 'wc -l {}'", "PWNED"),
     ("find . -name '*.md' -print0 | xargs -0 -I{} sh -c 'wc -l {}'", "PWNED"),
     ("find . -name '*.md' -exec sh -c 'wc -l {}' \\;", "PWNED"),
+    # bash evaluates array subscripts in names and arithmetic, quoted or not, running their $(…)
+    ("let 'a[$(touch PWNED)]=1'", "PWNED"),
+    ("printf -v 'a[$(touch PWNED)]' x", "PWNED"),
+    ("read 'a[$(touch PWNED)]' <<< x", "PWNED"),
+    ("declare 'a[$(touch PWNED)]=1'", "PWNED"),
+    ("test -v 'a[`touch PWNED`]'", "PWNED"),
+    ("[ -v 'a[$(touch PWNED)]' ]", "PWNED"),
+    ("typeset -n r='a[$(touch PWNED)]'; r=1", "PWNED"),
+    # /usr/bin/time writes its report
+    ("/usr/bin/time -o PWNED true", "PWNED"),
+    ("command time --output=PWNED true", "PWNED"),
+    ("env time --outp=PWNED true", "PWNED"),
     # wrappers do not hide a writer
     ("env sed -i s/a/b/ f", "f"),
     ("env LC_ALL=C sort --outp=PWNED f", "PWNED"),
@@ -123,6 +135,12 @@ READERS = [
     "find . -name '*.md' | xargs -I{} wc -l {}",
     "find . -name '*.md' | xargs sh -c 'wc -l \"$@\"' _",
     "hash",
+    "let x=1",
+    "printf '%s' '$(x)'",
+    "export X='$(date)'",
+    "declare -a arr",
+    "test -v HOME",
+    "time ls",
     "hash -r",
     "go env GOPATH",
     "git fsck",
@@ -179,6 +197,8 @@ def test_writer_really_writes(tmp_path: Path, command: str, effect: str) -> None
     for tool in ("sed", "sort", "shuf", "xargs", "find", "python3", "timeout", "stdbuf", "nohup"):
         if tool in words and shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed")
+    if "time" in command and not Path("/usr/bin/time").exists():
+        pytest.skip("/usr/bin/time is not installed")
     if "sed" in words:
         version = subprocess.run(["sed", "--version"], capture_output=True, text=True, check=False).stdout
         if "GNU" not in version:

@@ -89,6 +89,7 @@ from mermaid_cli.policy.shell.words import (
     _strip_expansions,
     _unwrap,
     _unwrap_all,
+    long_option,
     splices_into_code,
     xargs_replace_string,
 )
@@ -286,7 +287,17 @@ class _Classifier:
         elif prog in SHELLS or prog == "busybox":
             self._shell(prog, args, v, cwd, depth, cmd)
         else:
+            if prog in _SUBSCRIPT_BUILTINS:
+                self._subscripts(prog, args, v, cwd, depth)
             classify_program(Call(prog, args, v, self, cwd, argv[0]))
+
+    def _subscripts(self, prog: str, args: list[str], v: _Verdict, cwd: str | None, depth: int) -> None:
+        """`let 'a[$(touch x)]=1'`, `read 'a[$(…)]'`, `test -v 'a[$(…)]'`: bash evaluates the
+        array subscript in a name or an arithmetic argument, quoted or not, and runs its `$(…)`."""
+        for a in _subscript_words(prog, args):
+            if "$(" in a or "`" in a:
+                v.raise_to("process", f"{prog} evaluates an array subscript, which runs its $(…)")
+                self._reparse(a, v, cwd, depth)
 
     def _computed_program(
         self, argv: list[str], dyn: list[bool], v: _Verdict, again: Callable[[list[str], list[bool]], None]
@@ -329,6 +340,9 @@ class _Classifier:
             return None
         if inner is None and prog in PRIVILEGED:
             v.raise_to("system_mutation", f"{prog} opens a privileged shell")
+        if prog == "time":
+            for target in _time_outputs(args):
+                self.write_target(target, v, cwd, "time -o")
         if inner and prog == "xargs":
             placeholder = xargs_replace_string(args)
             spliced = splices_into_code(inner, placeholder) if placeholder else None
@@ -492,6 +506,46 @@ _SYSTEM_DIRS = frozenset("etc boot usr bin sbin lib lib64 sys proc dev".split())
 _SYSTEM_PATH = re.compile(r"^/(?:usr/(?:local/)?)?s?bin/[^/]+$")
 _SOURCERS = frozenset({"eval", "source", "."})
 _REPARSED_BUILTINS = frozenset({"eval", "alias", "trap", "watch"})
+#: builtins that evaluate array subscripts (and so `$(…)`) in their variable-name or arithmetic
+#: arguments even when those are quoted
+_SUBSCRIPT_BUILTINS = frozenset(
+    "let printf read declare typeset local readonly export test [ unset getopts mapfile readarray wait".split()
+)
+
+
+def _subscript_words(prog: str, args: list[str]) -> list[str]:
+    """The arguments bash evaluates as arithmetic or as a variable name (with a subscript):
+    all of `let`'s, the name after `printf -v` / `test -v`, the names (`a[i]` of `a[i]=v`) of
+    `declare`, `read`, `unset`…, and with `declare -n` the nameref target too."""
+    if prog == "let":
+        return args
+    if prog in ("printf", "test", "["):
+        return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-v"]
+    nameref = any(a.startswith("-") and "n" in a[1:] for a in args) and prog in (
+        "declare",
+        "typeset",
+        "local",
+    )
+    names = [a if nameref else a.split("=", 1)[0] for a in args if not a.startswith("-")]
+    return [n for n in names if "[" in n or nameref]
+
+
+def _time_outputs(args: list[str]) -> list[str]:
+    """The files `time -o FILE` / `-oFILE` / `--output=FILE` (abbreviable) writes."""
+    out: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        a = args[i]
+        if a == "-o" or (long_option(a, "--output") and "=" not in a):
+            out.extend(args[i + 1 : i + 2])
+            i += 2
+            continue
+        if long_option(a, "--output"):
+            out.append(a.split("=", 1)[1])
+        elif a.startswith("-o") and not a.startswith("--"):
+            out.append(a[2:])
+        i += 1
+    return out
 
 
 def _command_start(cmd: _Cmd) -> int:
