@@ -274,3 +274,30 @@ def test_rules_do_not_import_the_classifier() -> None:
             if isinstance(node, ast.ImportFrom) and node.module is not None
         }
         assert "mermaid_cli.policy.shell.classifier" not in imported, module
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "wget --output-doc=/opt/x http://example.test",
+        "wget --output-doc /opt/x http://example.test",
+        "wget -o /opt/log http://example.test",
+        "cp --target=/opt a",
+        "cp -t/opt a",
+        "sort --outp=/opt/x f",
+        "shuf -o/opt/x f",
+        "sed -n 'w /opt/x' f",
+        "sed 's/a/b/w /opt/x' f",
+        "python3 -m json.tool in.json /opt/x",
+        "/usr/bin/time -o /opt/x true",
+    ],
+)
+def test_abbreviated_outputs_outside_the_project(command: str) -> None:
+    """The write target behind an abbreviated or glued option is still judged as a path."""
+    got = classify_command(command, project_root=Path("/work/proj"), home=Path("/home/dev"))
+    assert got.risk == "external_access", (command, got.reason)
+
+
+def test_date_set_abbreviated() -> None:
+    assert classify_command("date --s=2020-01-01").risk == "system_mutation"
+    assert classify_command("date +%s").risk == "read_only"
