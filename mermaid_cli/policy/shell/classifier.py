@@ -23,6 +23,14 @@ What lands where (the choices that are not obvious):
   anything under `sudo`/`doas`/`su` (privileges are machine-scoped even for a read).
 - With `project_root` given, a write to a path outside the project (other than temp dirs) is
   `external_access`.
+- Options are read as GNU getopt reads them: a long option may be abbreviated (`sort --outp=F`,
+  `sed --in`), a short one glued (`-oF`, `-i.bak`) or clustered, and options may follow operands.
+  A sed script is read command by command: `w`/`W` and the `w` flag write, `e` and the `e` flag
+  run a command; a script this reading does not follow counts as a write.
+- Code that runs data: `xargs -I{} sh -c '… {} …'` and `find -exec sh -c '… {} …'` paste file
+  names into a script (at least `shell_mutation`); bash evaluates array subscripts in the names
+  and arithmetic of `let`, `read`, `printf -v`, `declare`, `test -v`… and runs their `$(…)`, which
+  is re-parsed (so `read 'a[$(rm -rf /)]'` is hard-denied); `hash -p` re-points a program name.
 - Hard deny (risk `destructive`, `hard_deny_rule` names the rule): recursive rm/chmod/chown/find
   -delete on `/`, a top-level directory, `~`, `$HOME`, the project root or an ancestor of it;
   `mkfs*`, `dd of=/dev/…`, writes to `/etc`, `/boot`, `~/.ssh` or raw devices; `git reset --hard`;
