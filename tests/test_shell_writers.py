@@ -109,6 +109,11 @@ WRITERS_NOT_RUN: list[str] = [
     "git fsck --lost-found",
     "git diff --outp=PWNED",
     "git log --output=PWNED",
+    "ls | xargs -I{} sed -n '/{}/p' f",
+    "ls | xargs -I{} sed {} f",
+    "ls | xargs -I{} awk '/{}/' f",
+    "ls | xargs -I{} env -S 'wc {}'",
+    "ls | xargs -I{} python3 -c 'print(\"{}\")'",
 ]
 
 #: look alike, but read: these must stay read_only (the fix must not make read_only useless)
@@ -134,6 +139,9 @@ READERS = [
     "find . -name '*.md' | xargs wc -l",
     "find . -name '*.md' | xargs -I{} wc -l {}",
     "find . -name '*.md' | xargs sh -c 'wc -l \"$@\"' _",
+    "find . -name '*.md' | xargs -I{} sh -c 'wc -l \"$1\"' _ {}",
+    "git ls-files | xargs -I% sed -n 1p %",
+    "ls | xargs -I{} awk -F, '{print}' {}",
     "hash",
     "let x=1",
     "printf '%s' '$(x)'",

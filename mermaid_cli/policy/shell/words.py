@@ -375,22 +375,45 @@ def splices_into_code(argv: list[str], placeholder: str) -> str | None:
 
     `xargs -I{} sh -c 'wc -l {}'` and `find -exec sh -c 'cat {}' \\;` paste the name into the
     script: a file called `a$(touch PWNED).md` runs `touch`. Passing the name as an argument
-    (`sh -c 'wc -l "$1"' _ {}`) is safe."""
+    (`sh -c 'wc -l "$1"' _ {}`, `sed -n 1p {}`, `python3 tool.py {}`) is safe."""
     inner = _unwrap_all(argv)
     if not inner:
         return None
     prog = _base(inner[0])
     if prog not in CODE_RUNNERS and not _PYTHON.match(prog):
         return None
-    args = inner[1:]
-    if prog in SHELLS:
-        code = _shell_dash_c(args)
-        spliced = code is not None and placeholder in code
-    else:
-        spliced = any(placeholder in a for a in args)
-    if spliced:
+    if any(placeholder in code for code in _code_arguments(prog, inner[1:], placeholder)):
         return f"file names are spliced into {prog} code ({placeholder} inside the script)"
     return None
+
+
+#: the short options that take a value, for programs whose first operand is the script
+_SCRIPT_FIRST = {
+    **dict.fromkeys(("sed", "gsed"), "efl"),
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), "Fvf"),
+}
+_CODE_FLAGS = frozenset({"-c", "-e", "-E", "-r", "--eval", "--command", "-S", "--split-string"})
+
+
+def _code_arguments(prog: str, args: list[str], placeholder: str) -> list[str]:
+    """The arguments of `prog` that are code (a script or expression), as far as a name pasted
+    into them matters; a whole argument that is just the placeholder is data unless it follows a
+    code option (`python3 -c {}`)."""
+    if prog in SHELLS:
+        code = _shell_dash_c(args)
+        return [code] if code is not None else []
+    if prog in _SCRIPT_FIRST:
+        opts, ops = getopt(args, short_arg=_SCRIPT_FIRST[prog], long_arg=("--expression", "--file"))
+        scripts = [val or "" for name, val in opts if name in ("e", "--expression")]
+        script_given = scripts or any(name in ("f", "--file") for name, _ in opts)
+        return scripts if script_given else ops[:1]
+    if prog in ("eval", "watch"):
+        return args
+    return [
+        a
+        for k, a in enumerate(args)
+        if placeholder in a and (a != placeholder or (k > 0 and args[k - 1] in _CODE_FLAGS))
+    ]
 
 
 def xargs_replace_string(args: list[str]) -> str | None:
