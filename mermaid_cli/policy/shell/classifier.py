@@ -95,12 +95,9 @@ from mermaid_cli.policy.shell.words import (
     _shell_dash_c,
     _skip_options,
     _strip_expansions,
-    _unwrap,
-    _unwrap_all,
     long_option,
-    splices_into_code,
-    xargs_replace_string,
 )
+from mermaid_cli.policy.shell.wrappers import _unwrap, _unwrap_all, splices_into_code, xargs_replace_string
 
 __all__ = [
     "MAX_DEPTH",

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from mermaid_cli.policy.shell.risk import _RAW_DEVICE, _SAFE_DEVICES, MUTATION, Call, _Verdict
 from mermaid_cli.policy.shell.sed import sed_commands
-from mermaid_cli.policy.shell.words import _operands, _short_flags, getopt, long_option, splices_into_code
+from mermaid_cli.policy.shell.words import _operands, _short_flags, getopt, long_option
+from mermaid_cli.policy.shell.wrappers import splices_into_code
 
 Rule = Callable[[Call], None]
 

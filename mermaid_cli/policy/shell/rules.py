@@ -1,6 +1,6 @@
 """The per-program rules of the shell classifier, as data: `PROGRAM_RULES` maps a program's name
 to the rule that judges its arguments, grouped by concern: network and the machine here, files in
-`file_rules`, git, packages and interpreters in `dev_rules`; `ALL_PATTERN_RULES` covers families
+`file_rules`, git in `git_rules`, packages and interpreters in `dev_rules`; `ALL_PATTERN_RULES` covers families
 named by a pattern
 (`mkfs.*`, `python3.12`, `pip3`). A program no table names is `shell_mutation` (unknown), or
 `process` when it is a local path (`./build.sh`).
@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from mermaid_cli.policy.shell.dev_rules import DEV_RULES, PATTERN_RULES, RUNS_PROGRAMS
 from mermaid_cli.policy.shell.file_rules import FILE_RULES, _deletes_or_chmods, _file_mutation, _mkfs
+from mermaid_cli.policy.shell.git_rules import GIT_RULES
 from mermaid_cli.policy.shell.risk import Call, Walker, _Verdict
 from mermaid_cli.policy.shell.words import _operands, _short_flags, long_option
 
@@ -236,6 +237,7 @@ def _first_wins(*tables: dict[str, Rule]) -> dict[str, Rule]:
 #: system before files, the specific rules before the plain read-only / mutation lists)
 PROGRAM_RULES: dict[str, Rule] = _first_wins(
     NETWORK_RULES,
+    GIT_RULES,
     DEV_RULES,
     SYSTEM_RULES,
     FILE_RULES,
