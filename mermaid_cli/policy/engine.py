@@ -36,7 +36,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -193,148 +193,213 @@ def evaluate(
 ) -> PolicyOutcome:
     """Decide one call. `untrusted_content`: the conversation holds content from an untrusted
     source (web pages, MCP results, issue text); `full_access` then sends anything beyond a file
-    edit to the reviewer instead of running it unvetted."""
-    allow_untrusted = allow_untrusted or policy.allow_untrusted_headless_tools
-    cat = request.category
+    edit to the reviewer instead of running it unvetted.
 
-    # 1-2. network kill switch, classification, hard deny
-    early, risk, shell = _early(request, policy, project_root=project_root, home=home)
+    The steps run in DESIGN.md §4 order; each returns an outcome or None (next step)."""
+    early, risk, shell = _early(request, policy, project_root=project_root, home=home)  # 1-2
     if early is not None:
         return early
-    checkpoint = policy.checkpoint_on_mutation and risk != "read_only" and cat not in ("memory", "session")
-    allow_key = session_allow_key(request, shell)
+    call = _Call(
+        request=request,
+        policy=policy,
+        risk=risk,
+        shell=shell,
+        interactive=interactive,
+        allow_untrusted=allow_untrusted or policy.allow_untrusted_headless_tools,
+        untrusted_content=untrusted_content,
+        hook_asks=hook is not None and hook.decision == "ask",
+        session_allow=session_allow,
+    )
+    outcome = (
+        _hook_denies(call, hook)  # 3
+        or _first_override(call)  # 4
+        or _never_asks(call)  # 5a: memory, session, in-project reads
+        or _by_mode(call)  # 5b-6: the mode matrix, then the floors
+    )
+    return _resolve(call, outcome)  # 7
 
-    def out(verdict: Verdict, by: By, reason: str, rule: Override | None = None) -> PolicyOutcome:
-        cp = rule.checkpoint if rule is not None and rule.checkpoint is not None else checkpoint
+
+@dataclass(frozen=True)
+class _Call:
+    """One call being decided: the request, the policy and what steps 1-2 found."""
+
+    request: ActionRequest
+    policy: SafetySettings
+    risk: Risk
+    shell: ShellClassification | None
+    interactive: bool
+    allow_untrusted: bool
+    untrusted_content: bool
+    #: a `before_tool_use` hook said ask: applied at resolution, after the rules and the mode
+    hook_asks: bool
+    session_allow: Collection[str]
+
+    @property
+    def allow_key(self) -> str | None:
+        return session_allow_key(self.request, self.shell)
+
+    def out(self, verdict: Verdict, by: By, reason: str, rule: Override | None = None) -> PolicyOutcome:
+        checkpoint = (
+            self.policy.checkpoint_on_mutation
+            and self.risk != "read_only"
+            and self.request.category not in ("memory", "session")
+        )
+        if rule is not None and rule.checkpoint is not None:
+            checkpoint = rule.checkpoint
         return PolicyOutcome(
             verdict,
             by,
             reason,
-            risk,
+            self.risk,
             rule=rule,
-            checkpoint=cp and verdict != "deny",
-            allow_key=allow_key,
-            shell=shell,
+            checkpoint=checkpoint and verdict != "deny",
+            allow_key=self.allow_key,
+            shell=self.shell,
         )
 
-    # 3. hooks: a deny wins here; an ask is applied at the end
+
+def _hook_denies(call: _Call, hook: HookOpinion | None) -> PolicyOutcome | None:
+    """Step 3: a hook deny wins (an ask waits for resolution; an allow cannot skip anything)."""
     if hook is not None and hook.decision == "deny":
-        return out("deny", "hook", f"Denied by hook: {hook.reason or 'no reason given'}")
-    hook_asks = hook is not None and hook.decision == "ask"
+        return call.out("deny", "hook", f"Denied by hook: {hook.reason or 'no reason given'}")
+    return None
 
-    # 4. first matching override
-    rule = next((r for r in policy.overrides if _rule_matches(r, request, shell)), None)
-    if rule is not None:
-        if rule.decision == "deny":
-            return out("deny", "rule", rule.reason or "blocked by policy override", rule)
-        if policy.mode == "read_only" and not _read_only_permits(request, risk) and not _sandboxed_shell(request, policy):
-            return out("deny", "mode", _read_only_reason(request, risk) + " (a rule cannot lift read_only)")
-        if (
-            rule.decision == "allow"
-            and untrusted_content
-            and policy.mode == "auto"
-            and not rule.trust_after_untrusted
-            and (RANK[risk] >= RANK["shell_mutation"] or cat in ("web", "mcp"))
-        ):
-            # Text from an untrusted source may be steering the model: the reviewer vets it.
-            return _finish(
-                out(
-                    "classify",
-                    "rule",
-                    "untrusted content is in the conversation, so the reviewer vets this despite the allow rule",
-                    rule,
-                ),
-                request,
-                hook_asks,
-                interactive,
-                allow_untrusted,
-                policy,
-            )
-        if rule.decision == "allow":
-            return _finish(
-                out("allow", "rule", rule.reason or "allowed by policy override", rule),
-                request,
-                hook_asks,
-                interactive,
-                allow_untrusted,
-                policy,
-            )
-        return _finish(
-            out("ask", "rule", rule.reason or "policy override asks for approval", rule),
-            request,
-            hook_asks,
-            interactive,
-            allow_untrusted,
-            policy,
-        )
 
-    # 5. calls that never ask
+def _first_override(call: _Call) -> PolicyOutcome | None:
+    """Step 4: the first matching `[[safety.overrides]]` rule decides, under the read_only ceiling."""
+    request, policy, risk = call.request, call.policy, call.risk
+    rule = next((r for r in policy.overrides if _rule_matches(r, request, call.shell)), None)
+    if rule is None:
+        return None
+    if rule.decision == "deny":
+        return call.out("deny", "rule", rule.reason or "blocked by policy override", rule)
+    if (
+        policy.mode == "read_only"
+        and not _read_only_permits(request, risk)
+        and not _sandboxed_shell(request, policy)
+    ):
+        return call.out("deny", "mode", _read_only_reason(request, risk) + " (a rule cannot lift read_only)")
+    if rule.decision == "ask":
+        return call.out("ask", "rule", rule.reason or "policy override asks for approval", rule)
+    if (
+        call.untrusted_content
+        and policy.mode == "auto"
+        and not rule.trust_after_untrusted
+        and (RANK[risk] >= RANK["shell_mutation"] or request.category in ("web", "mcp"))
+    ):
+        # Text from an untrusted source may be steering the model: the reviewer vets it.
+        reason = "untrusted content is in the conversation, so the reviewer vets this despite the allow rule"
+        return call.out("classify", "rule", reason, rule)
+    return call.out("allow", "rule", rule.reason or "allowed by policy override", rule)
+
+
+def _never_asks(call: _Call) -> PolicyOutcome | None:
+    """Step 5a: memory and session tools and in-project reads run without asking (memory writes
+    are denied in read_only)."""
+    cat = call.request.category
     if cat == "memory":
-        if policy.mode == "read_only":
-            return out("deny", "mode", "read-only safety mode blocks memory writes")
-        return _finish(
-            out("allow", "mode", "memory"), request, hook_asks, interactive, allow_untrusted, policy
-        )
-    if cat == "session" or (cat == "read" and not request.outside):
-        return _finish(
-            out("allow", "mode", "in-project read"), request, hook_asks, interactive, allow_untrusted, policy
-        )
+        if call.policy.mode == "read_only":
+            return call.out("deny", "mode", "read-only safety mode blocks memory writes")
+        return call.out("allow", "mode", "memory")
+    if cat == "session" or (cat == "read" and not call.request.outside):
+        return call.out("allow", "mode", "in-project read")
+    return None
 
-    # 6. mode matrix, then floors
-    mode = policy.mode
-    verdict: Verdict
-    reason: str
-    if mode == "read_only":
-        if cat == "web":
-            if policy.allow_readonly_web:
-                verdict, reason = "allow", "read_only with allow_readonly_web"
-            else:
-                verdict, reason = "ask", "read-only safety mode asks before web access"
-        elif cat == "subagent":
-            verdict, reason = "allow", "subagent inherits read_only"
-        elif risk == "read_only":
-            verdict, reason = "allow", "read-only action"
-        elif _sandboxed_shell(request, policy):  # issue 14: the kernel refuses the writes instead
-            verdict, reason = "allow", "read_only: runs inside the read-only kernel sandbox"
-        else:
-            return out("deny", "mode", _read_only_reason(request, risk))
-    elif mode == "ask":
-        verdict, reason = "ask", f"safety mode 'ask' asks before every {risk} action"
-    elif mode == "auto":
-        if RANK[risk] <= RANK["file_mutation"]:
-            verdict, reason = "allow", f"auto allows {risk}"
-        else:
-            verdict, reason = "classify", f"auto sends {risk} to the reviewer"
-    else:  # full_access
-        verdict, reason = "allow", "full_access"
-        if untrusted_content and RANK[risk] > RANK["file_mutation"]:
-            verdict, reason = "classify", "untrusted content in context: the reviewer vets this"
 
-    if mode != "read_only":
-        if cat == "mcp" and not request.mcp_read_only_hint:
-            floor = _FLOOR_VERDICT[policy.external_writes]
-            if _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
-                verdict = floor
-                reason = (
-                    "external-writes policy blocks write-shaped MCP tools"
-                    if floor == "deny"
-                    else f"external_writes = {policy.external_writes}: write-shaped MCP tool"
-                )
-        if risk == "system_mutation":
-            floor = _FLOOR_VERDICT[policy.system_installs]
-            if _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
-                verdict = floor
-                reason = (
-                    "system-installs policy blocks machine-scoped installs"
-                    if floor == "deny"
-                    else f"system_installs = {policy.system_installs}: machine-scoped install"
-                )
+def _by_mode(call: _Call) -> PolicyOutcome:
+    """Steps 5b-6: the mode matrix, raised by the floors; an ask or classify the user already
+    answered "don't ask again" for is allowed."""
+    verdict, reason = _MODE_MATRIX[call.policy.mode](call)
+    if call.policy.mode != "read_only":
+        verdict, reason = _floors(call, verdict, reason)
     if verdict == "deny":
-        return out("deny", "mode", reason)
-    if verdict in ("ask", "classify") and allow_key is not None and allow_key in session_allow:
-        reason = "approved earlier in this session (don't ask again)"
-        return _finish(out("allow", "user", reason), request, hook_asks, interactive, allow_untrusted, policy)
-    return _finish(out(verdict, "mode", reason), request, hook_asks, interactive, allow_untrusted, policy)
+        return call.out("deny", "mode", reason)
+    allow_key = call.allow_key
+    if verdict in ("ask", "classify") and allow_key is not None and allow_key in call.session_allow:
+        return call.out("allow", "user", "approved earlier in this session (don't ask again)")
+    return call.out(verdict, "mode", reason)
+
+
+def _read_only_mode(call: _Call) -> tuple[Verdict, str]:
+    cat = call.request.category
+    if cat == "web":
+        if call.policy.allow_readonly_web:
+            return "allow", "read_only with allow_readonly_web"
+        return "ask", "read-only safety mode asks before web access"
+    if cat == "subagent":
+        return "allow", "subagent inherits read_only"
+    if call.risk == "read_only":
+        return "allow", "read-only action"
+    if _sandboxed_shell(call.request, call.policy):  # DESIGN §4.1: the kernel refuses the writes instead
+        return "allow", "read_only: runs inside the read-only kernel sandbox"
+    return "deny", _read_only_reason(call.request, call.risk)
+
+
+def _ask_mode(call: _Call) -> tuple[Verdict, str]:
+    return "ask", f"safety mode 'ask' asks before every {call.risk} action"
+
+
+def _auto_mode(call: _Call) -> tuple[Verdict, str]:
+    if RANK[call.risk] <= RANK["file_mutation"]:
+        return "allow", f"auto allows {call.risk}"
+    return "classify", f"auto sends {call.risk} to the reviewer"
+
+
+def _full_access_mode(call: _Call) -> tuple[Verdict, str]:
+    if call.untrusted_content and RANK[call.risk] > RANK["file_mutation"]:
+        return "classify", "untrusted content in context: the reviewer vets this"
+    return "allow", "full_access"
+
+
+_MODE_MATRIX: dict[str, Callable[[_Call], tuple[Verdict, str]]] = {
+    "read_only": _read_only_mode,
+    "ask": _ask_mode,
+    "auto": _auto_mode,
+    "full_access": _full_access_mode,
+}
+
+
+def _floors(call: _Call, verdict: Verdict, reason: str) -> tuple[Verdict, str]:
+    """Step 6: what even full_access keeps: write-shaped MCP tools (`external_writes`) and
+    machine-scoped installs (`system_installs`) get at least the configured verdict."""
+    policy = call.policy
+    if call.request.category == "mcp" and not call.request.mcp_read_only_hint:
+        floor = _FLOOR_VERDICT[policy.external_writes]
+        if _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
+            verdict = floor
+            reason = (
+                "external-writes policy blocks write-shaped MCP tools"
+                if floor == "deny"
+                else f"external_writes = {policy.external_writes}: write-shaped MCP tool"
+            )
+    if call.risk == "system_mutation":
+        floor = _FLOOR_VERDICT[policy.system_installs]
+        if _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
+            verdict = floor
+            reason = (
+                "system-installs policy blocks machine-scoped installs"
+                if floor == "deny"
+                else f"system_installs = {policy.system_installs}: machine-scoped install"
+            )
+    return verdict, reason
+
+
+def _resolve(call: _Call, outcome: PolicyOutcome) -> PolicyOutcome:
+    """Step 7: a hook's ask raises an allow or classify to ask; an ask is answered at a TTY or,
+    headless, blocked unless --allow-untrusted-tools covers the call. Denies pass unchanged."""
+    if call.hook_asks and outcome.verdict in ("allow", "classify"):
+        outcome = _replace(
+            outcome, verdict="ask", by="hook", reason="a before_tool_use hook asks for approval"
+        )
+    if outcome.verdict != "ask":
+        return outcome
+    return resolve_ask(
+        outcome,
+        call.request,
+        interactive=call.interactive,
+        allow_untrusted=call.allow_untrusted,
+        policy=call.policy,
+    )
 
 
 def before_hooks(
@@ -381,25 +446,6 @@ def _writes_outside(request: ActionRequest, risk: Risk) -> bool:
     if request.category in ("shell", "process"):
         return risk == "external_access" or request.cwd_outside_project
     return False
-
-
-def _finish(
-    outcome: PolicyOutcome,
-    request: ActionRequest,
-    hook_asks: bool,
-    interactive: bool,
-    allow_untrusted: bool,
-    policy: SafetySettings,
-) -> PolicyOutcome:
-    if hook_asks and outcome.verdict in ("allow", "classify"):
-        outcome = _replace(
-            outcome, verdict="ask", by="hook", reason="a before_tool_use hook asks for approval"
-        )
-    if outcome.verdict != "ask":
-        return outcome
-    return resolve_ask(
-        outcome, request, interactive=interactive, allow_untrusted=allow_untrusted, policy=policy
-    )
 
 
 def resolve_ask(

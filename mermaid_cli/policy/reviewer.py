@@ -12,28 +12,9 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from mermaid_cli.core.types import Message, ModelTurn, ReasoningBlock, TurnRequest, Usage
-
-
-class ReviewProvider(Protocol):
-    """The part of `providers.base.Provider` the reviewer uses (policy sits below providers in
-    the import layers, so it names the shape instead of importing it)."""
-
-    async def turn(self, request: TurnRequest, sink: Any) -> ModelTurn: ...
-
-
-class _NullSink:
-    def text(self, delta: str) -> None:
-        pass
-
-    def reasoning(self, delta: str) -> None:
-        pass
-
-    def retry(self, message: str, code: str | None = None) -> None:
-        pass
-
+from mermaid_cli.core.protocols import ModelTurnProvider, NullSink
+from mermaid_cli.core.types import Message, ReasoningBlock, TurnRequest, Usage
 
 REASON_LIMIT = 160
 MAX_FIELD_CHARS = 8_000
@@ -171,7 +152,7 @@ def build_request(user_request: str, action: str, cwd: str, *, max_output_tokens
 
 
 async def review(
-    provider: ReviewProvider,
+    provider: ModelTurnProvider,
     *,
     user_request: str,
     action: str,
@@ -189,7 +170,7 @@ async def review(
         user_request, action = redact(user_request), redact(action)
     request = build_request(user_request, action, cwd)
     try:
-        turn = await asyncio.wait_for(provider.turn(request, _NullSink()), timeout)
+        turn = await asyncio.wait_for(provider.turn(request, NullSink()), timeout)
     except TimeoutError:
         return ReviewVerdict(False, f"auto reviewer timed out after {timeout:g}s")
     except asyncio.CancelledError:

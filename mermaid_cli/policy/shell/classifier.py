@@ -23,6 +23,14 @@ What lands where (the choices that are not obvious):
   anything under `sudo`/`doas`/`su` (privileges are machine-scoped even for a read).
 - With `project_root` given, a write to a path outside the project (other than temp dirs) is
   `external_access`.
+- Options are read as GNU getopt reads them: a long option may be abbreviated (`sort --outp=F`,
+  `sed --in`), a short one glued (`-oF`, `-i.bak`) or clustered, and options may follow operands.
+  A sed script is read command by command: `w`/`W` and the `w` flag write, `e` and the `e` flag
+  run a command; a script this reading does not follow counts as a write.
+- Code that runs data: `xargs -I{} sh -c '… {} …'` and `find -exec sh -c '… {} …'` paste file
+  names into a script (at least `shell_mutation`); bash evaluates array subscripts in the names
+  and arithmetic of `let`, `read`, `printf -v`, `declare`, `test -v`… and runs their `$(…)`, which
+  is re-parsed (so `read 'a[$(rm -rf /)]'` is hard-denied); `hash -p` re-points a program name.
 - Hard deny (risk `destructive`, `hard_deny_rule` names the rule): recursive rm/chmod/chown/find
   -delete on `/`, a top-level directory, `~`, `$HOME`, the project root or an ancestor of it;
   `mkfs*`, `dd of=/dev/…`, writes to `/etc`, `/boot`, `~/.ssh` or raw devices; `git reset --hard`;
@@ -33,57 +41,61 @@ What lands where (the choices that are not obvious):
   second time leniently (quotes, `\\` and `#` dropped) and a hard-deny shape found that way still
   denies, so a parser disagreement can never hide `rm -rf /`.
 
-Layout: `parse` is the bash parser, `rules` the risk order and per-program rules, this
-module the walker that applies the rules to the parse tree (wrappers, re-parsed strings, `cd`,
-pipelines into shells) and the public API.
+Layout: `parse` is the bash parser, `risk` the risk order and the interface rules see of the
+walker, `words` argv helpers and wrappers, `rules` (with `dev_rules`) the per-program rules as a
+table; this module is the walker that applies the rules to the parse tree (wrappers, re-parsed
+strings, `cd`, pipelines into shells) and the public API.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import os
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mermaid_cli.policy.shell.parse import MAX_DEPTH, _Cmd, _Node, _Parser, _Redirect, _TooDeep
-from mermaid_cli.policy.shell.rules import (
+from mermaid_cli.policy.shell.paths import _Paths
+from mermaid_cli.policy.shell.risk import (
+    _SAFE_DEVICES,
+    MUTATION,
+    RANK,
+    RISK_ORDER,
+    Call,
+    Risk,
+    _Verdict,
+    sensitive_write_rule,
+    worst,
+)
+from mermaid_cli.policy.shell.rules import classify_program
+from mermaid_cli.policy.shell.words import (
     _ASSIGNMENT,
     _DANGEROUS_ASSIGNMENT,
     _DECLARERS,
     _FORK_BOMB,
     _PYTHON,
     _RESERVED,
-    _SAFE_DEVICES,
     _WRITE_REDIRECTS,
     DOWNLOADERS,
     GLOB_SUSPECTS,
     INTERPRETERS,
-    MUTATION,
     PRIVILEGED,
-    RANK,
-    RISK_ORDER,
     SHELLS,
     WRAPPERS,
-    Risk,
     _argv_of,
     _base,
     _brace_expand,
-    _classify_program,
-    _default_home,
     _lenient,
-    _norm,
     _operands,
     _reads_stdin,
     _shell_dash_c,
     _skip_options,
     _strip_expansions,
-    _unwrap,
-    _unwrap_all,
-    _Verdict,
-    sensitive_write_rule,
-    worst,
+    long_option,
 )
+from mermaid_cli.policy.shell.wrappers import _unwrap, _unwrap_all, splices_into_code, xargs_replace_string
 
 __all__ = [
     "MAX_DEPTH",
@@ -133,10 +145,11 @@ class ShellClassification:
 # The walker
 
 
-class _Classifier:
+class _Classifier(_Paths):
+    """Walks the parse tree; `_Paths` judges the write targets."""
+
     def __init__(self, project_root: Path | None, home: Path | None) -> None:
-        self.root = _norm(str(project_root)) if project_root is not None else None
-        self.home = _norm(str(home if home is not None else _default_home()))
+        super().__init__(project_root, home)
         self.segments: list[Segment] = []
         self.hard: str | None = None
         self.risk: Risk = "read_only"
@@ -197,35 +210,17 @@ class _Classifier:
     def cmd(
         self, cmd: _Cmd, depth: int, cwd: str | None, *, in_pipeline: bool
     ) -> tuple[str | None, str | None, bool]:
-        downloads = False
         subst_downloads = False
         for sub in cmd.substs:
-            if self.node(sub, depth + 1, cwd):
-                subst_downloads = True
+            subst_downloads |= self.node(sub, depth + 1, cwd)
+        downloads = False
         for group in cmd.groups:
             downloads |= self.node(group, depth + 1, cwd)
         words = [w.text for w in cmd.words]
-        dynamic = [w.dynamic for w in cmd.words]
-        # strip reserved words and assignments
-        k = 0
-        while k < len(words):
-            w = words[k]
-            if not cmd.words[k].quoted and w in _RESERVED:
-                k += 2 if w == "function" else 1
-                continue
-            if not cmd.words[k].quoted and w in ("for", "select", "case"):
-                k = len(words)  # a loop/case header: its words are data
-                break
-            if _ASSIGNMENT.match(cmd.words[k].plain):
-                k += 1
-                continue
-            break
-        argv, dyn = words[k:], dynamic[k:]
+        k = _command_start(cmd)
+        argv, dyn = words[k:], [w.dynamic for w in cmd.words][k:]
         v = _Verdict()
-        assignments = [w for w in words[:k] if _ASSIGNMENT.match(w)]
-        if argv and _base(argv[0]) in _DECLARERS:
-            assignments += [w for w in argv[1:] if _ASSIGNMENT.match(w)]
-        if any(_DANGEROUS_ASSIGNMENT.match(a) for a in assignments):
+        if _changes_program_lookup(words[:k], argv):
             v.raise_to("process", "an assignment changes which program runs (PATH, LD_PRELOAD, PAGER…)")
         for r in cmd.redirects:
             self._redirect(r, v, cwd)
@@ -234,21 +229,30 @@ class _Classifier:
             program = _base(argv[0])
             self._argv(argv, dyn, v, cwd, depth, subst_downloads, cmd)
             expanded = _brace_expand(argv)
-            if expanded is not None and expanded:
+            if expanded:
                 # `{rm,-rf,/}` is `rm -rf /` to bash
                 self._argv(expanded, [False] * len(expanded), v, cwd, depth, subst_downloads, cmd)
-            if program in DOWNLOADERS:
-                downloads = True
+            downloads |= program in DOWNLOADERS
         self.segments.append(
             Segment(argv=list(argv), risk=v.risk, program=program, depth=depth, reason=v.reason)
         )
         self._note(v.risk, v.reason, v.hard)
-        # track `cd` so `cd build && rm -rf *` is judged in the right directory
-        if argv and argv[0] in ("cd", "pushd") and not in_pipeline:
-            ops = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
-            target = ops[0] if ops else "~"
-            cwd = self._resolve(target, cwd) if target != "-" else None
+        if not in_pipeline:
+            cwd = self._after_cd(argv, cwd)
         return cwd, program, downloads or subst_downloads
+
+    def _after_cd(self, argv: list[str], cwd: str | None) -> str | None:
+        """Track `cd` so `cd build && rm -rf *` is judged in the right directory."""
+        if not argv or argv[0] not in ("cd", "pushd"):
+            return cwd
+        ops = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
+        target = ops[0] if ops else "~"
+        return self.resolve(target, cwd) if target != "-" else None
+
+    def judge_argv(self, argv: list[str], v: _Verdict, cwd: str | None) -> None:
+        """`Walker.judge_argv`: a nested command line such as `find -exec CMD ;`."""
+        if argv:
+            self._argv(argv, [False] * len(argv), v, cwd, 0, False, _Cmd())
 
     def _argv(
         self,
@@ -260,92 +264,124 @@ class _Classifier:
         subst_downloads: bool,
         cmd: _Cmd,
     ) -> None:
+        again = functools.partial(
+            self._argv, v=v, cwd=cwd, depth=depth, subst_downloads=subst_downloads, cmd=cmd
+        )
         if dyn[0] and ("$" in argv[0] or "`" in argv[0]):
-            v.raise_to("shell_mutation", "the program name is computed at run time")
-            # expansions that are empty leave the rest (`r$()m` is rm)
-            stripped = _strip_expansions(argv[0])
-            if stripped and "$" not in stripped and "`" not in stripped:
-                self._argv([stripped, *argv[1:]], [False, *dyn[1:]], v, cwd, depth, subst_downloads, cmd)
-            # the computed name may be a wrapper (`$(echo sudo) rm -rf /`): judge the rest too
-            k = 0
-            while k < len(argv) and dyn[k] and ("$" in argv[k] or "`" in argv[k]):
-                k += 1
-            if k < len(argv):
-                self._argv(argv[k:], dyn[k:], v, cwd, depth, subst_downloads, cmd)
+            self._computed_program(argv, dyn, v, again)
             return
         if argv[0] not in ("[", "[[") and any(ch in argv[0] for ch in "*?["):
-            # `/???/r? -rf /` and `/b?n/rm -rf /` run /bin/rm: judge every program the glob may name
-            v.raise_to("shell_mutation", f"the program name {argv[0]} is a glob")
-            base = _base(argv[0])
-            names = (
-                [n for n in sorted(GLOB_SUSPECTS) if fnmatch.fnmatchcase(n, base)]
-                if any(ch in base for ch in "*?[")
-                else [base]
-            )
-            for name in names:
-                self._argv([name, *argv[1:]], [False, *dyn[1:]], v, cwd, depth, subst_downloads, cmd)
+            self._glob_program(argv, dyn, v, again)
             return
-        if "/" in argv[0] and not re.match(r"^/(?:usr/(?:local/)?)?s?bin/[^/]+$", argv[0]):
+        if "/" in argv[0] and not _SYSTEM_PATH.match(argv[0]):
             # a local program (`./ls` is not ls)
             v.raise_to("process", f"{argv[0]} runs a local program")
             return
-        prog = _base(argv[0])
-        args = argv[1:]
+        prog, args = _base(argv[0]), argv[1:]
         if subst_downloads and (
-            prog in SHELLS or prog in INTERPRETERS or _PYTHON.match(prog) or prog in ("eval", "source", ".")
+            prog in SHELLS or prog in INTERPRETERS or _PYTHON.match(prog) or prog in _SOURCERS
         ):
             v.deny(f"a download fed to a shell ({prog}) is hard-denied and cannot be approved")
-            return
-        # -- wrappers
-        if prog in WRAPPERS or prog == "su" or prog == "pkexec" or prog == "run0":
-            if prog in PRIVILEGED:
-                v.raise_to("system_mutation", f"{prog} runs with elevated privileges")
-            inner, reparse = _unwrap(prog, args)
-            if reparse is not None:
-                self._reparse(reparse, v, cwd, depth)
-                return
-            if inner is None:
-                if prog in ("sudo", "doas", "su", "pkexec", "run0"):
-                    v.raise_to("system_mutation", f"{prog} opens a privileged shell")
-                elif prog == "command" and args and args[0] in ("-v", "-V"):
-                    pass
-                return
-            if not inner:
-                return
-            off = len(argv) - len(inner)
-            self._argv(inner, dyn[off:], v, cwd, depth, subst_downloads, cmd)
-            return
+        elif prog in WRAPPERS or prog in PRIVILEGED:
+            inner = self._wrapper(prog, args, v, cwd, depth)
+            if inner:
+                again(inner, dyn[len(argv) - len(inner) :])
+        elif prog in _REPARSED_BUILTINS:
+            self._reparse_builtin(prog, args, v, cwd, depth)
+        elif prog in SHELLS or prog == "busybox":
+            self._shell(prog, args, v, cwd, depth, cmd)
+        else:
+            if prog in _SUBSCRIPT_BUILTINS:
+                self._subscripts(prog, args, v, cwd, depth)
+            classify_program(Call(prog, args, v, self, cwd, argv[0]))
+
+    def _subscripts(self, prog: str, args: list[str], v: _Verdict, cwd: str | None, depth: int) -> None:
+        """`let 'a[$(touch x)]=1'`, `read 'a[$(…)]'`, `test -v 'a[$(…)]'`: bash evaluates the
+        array subscript in a name or an arithmetic argument, quoted or not, and runs its `$(…)`."""
+        for a in _subscript_words(prog, args):
+            if "$(" in a or "`" in a:
+                v.raise_to("process", f"{prog} evaluates an array subscript, which runs its $(…)")
+                self._reparse(a, v, cwd, depth)
+
+    def _computed_program(
+        self, argv: list[str], dyn: list[bool], v: _Verdict, again: Callable[[list[str], list[bool]], None]
+    ) -> None:
+        v.raise_to("shell_mutation", "the program name is computed at run time")
+        # expansions that are empty leave the rest (`r$()m` is rm)
+        stripped = _strip_expansions(argv[0])
+        if stripped and "$" not in stripped and "`" not in stripped:
+            again([stripped, *argv[1:]], [False, *dyn[1:]])
+        # the computed name may be a wrapper (`$(echo sudo) rm -rf /`): judge the rest too
+        k = 0
+        while k < len(argv) and dyn[k] and ("$" in argv[k] or "`" in argv[k]):
+            k += 1
+        if k < len(argv):
+            again(argv[k:], dyn[k:])
+
+    def _glob_program(
+        self, argv: list[str], dyn: list[bool], v: _Verdict, again: Callable[[list[str], list[bool]], None]
+    ) -> None:
+        # `/???/r? -rf /` and `/b?n/rm -rf /` run /bin/rm: judge every program the glob may name
+        v.raise_to("shell_mutation", f"the program name {argv[0]} is a glob")
+        base = _base(argv[0])
+        names = (
+            [n for n in sorted(GLOB_SUSPECTS) if fnmatch.fnmatchcase(n, base)]
+            if any(ch in base for ch in "*?[")
+            else [base]
+        )
+        for name in names:
+            again([name, *argv[1:]], [False, *dyn[1:]])
+
+    def _wrapper(
+        self, prog: str, args: list[str], v: _Verdict, cwd: str | None, depth: int
+    ) -> list[str] | None:
+        """Look through `sudo`, `env`, `xargs`…: the wrapped argv to judge next, or None."""
+        if prog in PRIVILEGED:
+            v.raise_to("system_mutation", f"{prog} runs with elevated privileges")
+        inner, reparse = _unwrap(prog, args)
+        if reparse is not None:
+            self._reparse(reparse, v, cwd, depth)
+            return None
+        if inner is None and prog in PRIVILEGED:
+            v.raise_to("system_mutation", f"{prog} opens a privileged shell")
+        if prog == "time":
+            for target in _time_outputs(args):
+                self.write_target(target, v, cwd, "time -o")
+        if inner and prog == "xargs":
+            placeholder = xargs_replace_string(args)
+            spliced = splices_into_code(inner, placeholder) if placeholder else None
+            if spliced:
+                v.raise_to(MUTATION, f"xargs -I: {spliced}")
+        return inner
+
+    def _reparse_builtin(self, prog: str, args: list[str], v: _Verdict, cwd: str | None, depth: int) -> None:
+        """`eval`, `alias`, `trap` and `watch` run strings: parse them as commands."""
         if prog == "eval":
             self._reparse(" ".join(args), v, cwd, depth)
-            return
-        if prog == "alias":
+        elif prog == "alias":
             for a in args:
                 if "=" in a:
                     self._reparse(a.split("=", 1)[1], v, cwd, depth)
-            return
-        if prog == "trap":
+        elif prog == "trap":
             if args and not args[0].startswith("-"):
                 self._reparse(args[0], v, cwd, depth)
-            return
-        if prog == "watch":
+        else:  # watch
             rest = _skip_options(args, with_arg={"-n", "--interval", "-d", "--differences", "-q"})
             self._reparse(" ".join(rest), v, cwd, depth)
             v.raise_to("process", "watch runs a command repeatedly")
+
+    def _shell(self, prog: str, args: list[str], v: _Verdict, cwd: str | None, depth: int, cmd: _Cmd) -> None:
+        code = _shell_dash_c(args)
+        if code is not None:
+            self._reparse(code, v, cwd, depth)
             return
-        if prog in SHELLS or prog == "busybox":
-            code = _shell_dash_c(args)
-            if code is not None:
-                self._reparse(code, v, cwd, depth)
-                return
-            if args and args[0] in ("--version", "--help"):
-                return
-            if _reads_stdin(prog, args):
-                # `bash <<EOF … EOF`, `sh <<< "…"`: the heredoc is the script
-                for text in cmd.stdin_texts:
-                    self._reparse(text, v, cwd, depth)
-            v.raise_to("process", f"{prog} runs a script")
+        if args and args[0] in ("--version", "--help"):
             return
-        _classify_program(prog, args, v, self, cwd, argv[0])
+        if _reads_stdin(prog, args):
+            # `bash <<EOF … EOF`, `sh <<< "…"`: the heredoc is the script
+            for text in cmd.stdin_texts:
+                self._reparse(text, v, cwd, depth)
+        v.raise_to("process", f"{prog} runs a script")
 
     def _reparse(self, text: str, v: _Verdict, cwd: str | None, depth: int) -> None:
         if depth + 1 > MAX_DEPTH:
@@ -382,84 +418,75 @@ class _Classifier:
             return
         self.write_target(t, v, cwd, "a redirect")
 
-    def write_target(
-        self, target: str, v: _Verdict, cwd: str | None, what: str, base: Risk = MUTATION
-    ) -> None:
-        path = self._resolve(target, cwd)
-        if path is not None and _SAFE_DEVICES.match(path):
-            return
-        if path is not None:
-            rule = self._sensitive(path)
-            if rule:
-                v.deny(rule)
-                return
-        v.raise_to(base, f"{what} writes {target}")
-        if path is not None and self.root is not None and not self._inside_allowed(path):
-            v.raise_to("external_access", f"{what} writes outside the project: {target}")
 
-    def _sensitive(self, path: str) -> str | None:
-        return sensitive_write_rule(path, self.home)
+_SYSTEM_PATH = re.compile(r"^/(?:usr/(?:local/)?)?s?bin/[^/]+$")
+_SOURCERS = frozenset({"eval", "source", "."})
+_REPARSED_BUILTINS = frozenset({"eval", "alias", "trap", "watch"})
+#: builtins that evaluate array subscripts (and so `$(…)`) in their variable-name or arithmetic
+#: arguments even when those are quoted
+_SUBSCRIPT_BUILTINS = frozenset(
+    "let printf read declare typeset local readonly export test [ unset getopts mapfile readarray wait".split()
+)
 
-    def _inside_allowed(self, path: str) -> bool:
-        assert self.root is not None
-        for base in (self.root, "/tmp", "/var/tmp", "/dev/shm", _norm(os.environ.get("TMPDIR", "/tmp"))):
-            if path == base or path.startswith(base.rstrip("/") + "/"):
-                return True
-        return False
 
-    def _resolve(self, target: str, cwd: str | None) -> str | None:
-        """Absolute normalised path for a literal target, or None when it cannot be known."""
-        t = target
-        if t == "~" or t.startswith("~/"):
-            t = self.home + t[1:]
-        t = re.sub(r"^\$\{?HOME\}?(?=/|$)", lambda _m: self.home, t)
-        if cwd is not None:
-            t = re.sub(r"^\$\{?PWD\}?(?=/|$)", lambda _m: cwd, t)
-        if "$" in t or "`" in t or t.startswith("~"):
-            return None
-        if not t.startswith("/"):
-            base = cwd if cwd is not None else self.root
-            if base is None:
-                return None
-            t = base + "/" + t
-        return _norm(t)
+def _subscript_words(prog: str, args: list[str]) -> list[str]:
+    """The arguments bash evaluates as arithmetic or as a variable name (with a subscript):
+    all of `let`'s, the name after `printf -v` / `test -v`, the names (`a[i]` of `a[i]=v`) of
+    `declare`, `read`, `unset`…, and with `declare -n` the nameref target too."""
+    if prog == "let":
+        return args
+    if prog in ("printf", "test", "["):
+        return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-v"]
+    nameref = any(a.startswith("-") and "n" in a[1:] for a in args) and prog in (
+        "declare",
+        "typeset",
+        "local",
+    )
+    names = [a if nameref else a.split("=", 1)[0] for a in args if not a.startswith("-")]
+    return [n for n in names if "[" in n or nameref]
 
-    def root_like(self, target: str, cwd: str | None) -> str | None:
-        """Why deleting/chmod-ing `target` recursively would wreck the machine or the project."""
-        if not target:
-            return None
-        t = target.rstrip("/") or "/"
-        glob_children = False
-        if t in ("*", ".*") or t.endswith(("/*", "/.*", "/*.*", "/.[!.]*")):
-            glob_children = True
-            t = t.rsplit("/", 1)[0] if "/" in t else "."
-            t = t or "/"
-        if re.fullmatch(r"~[A-Za-z0-9_.-]+", t):
-            return f"{target} (a home directory)"
-        path = self._resolve(t, cwd)
-        if path is None:
-            if t in (".", "..", "./", "../") or t.startswith("../"):
-                return f"{target} (the working directory or above)"
-            if re.match(r"^\$\{?(?:HOME|PWD)\}?/?$", t):
-                return f"{target} (a home or working directory)"
-            return None
-        for name, base in (("/", "/"), ("the home directory", self.home), ("the project root", self.root)):
-            if base is None:
-                continue
-            if path == base or base.startswith(path.rstrip("/") + "/") or path == "/":
-                return f"{target} ({name} or an ancestor of it)" if path != "/" else f"{target} (/)"
-        if cwd is None and self.root is None and t in (".", "*"):
-            return f"{target} (the working directory)"
-        if cwd is not None and (path == cwd or cwd.startswith(path.rstrip("/") + "/")) and self.root is None:
-            return f"{target} (the working directory or an ancestor of it)"
-        parts = [p for p in path.split("/") if p]
-        if len(parts) <= 1 and not glob_children:
-            return f"{target} (a top-level directory)"
-        if len(parts) <= 1 and glob_children and parts[0] not in ("tmp", "var"):
-            return f"{target} (a top-level directory)"
-        if parts and parts[0] in ("etc", "boot", "usr", "bin", "sbin", "lib", "lib64", "sys", "proc", "dev"):
-            return f"{target} (a system directory)"
-        return None
+
+def _time_outputs(args: list[str]) -> list[str]:
+    """The files `time -o FILE` / `-oFILE` / `--output=FILE` (abbreviable) writes."""
+    out: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        a = args[i]
+        if a == "-o" or (long_option(a, "--output") and "=" not in a):
+            out.extend(args[i + 1 : i + 2])
+            i += 2
+            continue
+        if long_option(a, "--output"):
+            out.append(a.split("=", 1)[1])
+        elif a.startswith("-o") and not a.startswith("--"):
+            out.append(a[2:])
+        i += 1
+    return out
+
+
+def _command_start(cmd: _Cmd) -> int:
+    """Index of the program word: after reserved words (`if`, `!`, `function f`) and assignments;
+    past the end for a loop or case header, whose words are data."""
+    k = 0
+    while k < len(cmd.words):
+        word = cmd.words[k]
+        if not word.quoted and word.text in _RESERVED:
+            k += 2 if word.text == "function" else 1
+        elif not word.quoted and word.text in ("for", "select", "case"):
+            return len(cmd.words)
+        elif _ASSIGNMENT.match(word.plain):
+            k += 1
+        else:
+            break
+    return k
+
+
+def _changes_program_lookup(prefix: list[str], argv: list[str]) -> bool:
+    """`LD_PRELOAD=x.so ls`, `export PATH=…`: an assignment that changes what later programs run."""
+    assignments = [w for w in prefix if _ASSIGNMENT.match(w)]
+    if argv and _base(argv[0]) in _DECLARERS:
+        assignments += [w for w in argv[1:] if _ASSIGNMENT.match(w)]
+    return any(_DANGEROUS_ASSIGNMENT.match(a) for a in assignments)
 
 
 # --------------------------------------------------------------------------------------------

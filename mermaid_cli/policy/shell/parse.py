@@ -62,6 +62,36 @@ _SEP_OPS = ("&&", "||", "|&", ";;&", ";;", ";&", "|", ";", "&")
 _WORD_BREAK = set(" \t\n;&|<>()")
 
 
+_LIST_CHARS = frozenset(" \t\n")
+
+
+@dataclass
+class _ListState:
+    """The command list being built: finished pipelines, the current pipeline, command and word."""
+
+    node: _Node = field(default_factory=_Node)
+    pipeline: list[_Cmd] = field(default_factory=list)
+    cmd: _Cmd = field(default_factory=_Cmd)
+    word: _Word = field(default_factory=_Word)
+
+    def finish_word(self) -> None:
+        if self.word.started:
+            self.cmd.words.append(self.word)
+        self.word = _Word()
+
+    def end_cmd(self) -> None:
+        self.finish_word()
+        if not self.cmd.empty():
+            self.pipeline.append(self.cmd)
+        self.cmd = _Cmd()
+
+    def end_pipeline(self) -> None:
+        self.end_cmd()
+        if self.pipeline:
+            self.node.pipelines.append(self.pipeline)
+        self.pipeline = []
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.s = text
@@ -77,114 +107,112 @@ class _Parser:
     def parse_list(self, depth: int, stop_paren: bool) -> _Node:
         if depth > MAX_DEPTH:
             raise _TooDeep
-        s, node = self.s, _Node()
-        pipeline: list[_Cmd] = []
-        cmd = _Cmd()
-        word = _Word()
-
-        def finish_word() -> None:
-            nonlocal word
-            if word.started:
-                cmd.words.append(word)
-            word = _Word()
-
-        def end_cmd() -> None:
-            nonlocal cmd
-            finish_word()
-            if not cmd.empty():
-                pipeline.append(cmd)
-            cmd = _Cmd()
-
-        def end_pipeline() -> None:
-            nonlocal pipeline
-            end_cmd()
-            if pipeline:
-                node.pipelines.append(pipeline)
-            pipeline = []
-
+        st = _ListState()
         while self.i < self.n:
-            c = s[self.i]
-            if c in " \t":
-                finish_word()
-                self.i += 1
-            elif c == "\\" and s.startswith("\\\n", self.i):
-                self.i += 2
-            elif c == "\n":
-                end_pipeline()
-                self.i += 1
-                self._read_heredocs(depth)
-            elif c == "#" and not word.started:
-                end = s.find("\n", self.i)
-                end = self.n if end < 0 else end
-                self.comments.append(s[self.i + 1 : end])
-                self.i = end
-            elif c == ")":
+            c = self.s[self.i]
+            if c == ")":
                 self.i += 1
                 if stop_paren:
-                    end_pipeline()
-                    return node
+                    st.end_pipeline()
+                    return st.node
                 self.malformed = True  # bash: syntax error near unexpected token `)'
-                end_pipeline()
+                st.end_pipeline()
+            elif c in _LIST_CHARS or (c == "\\" and self.s.startswith("\\\n", self.i)):
+                self._list_char(c, st, depth)
+            elif c == "#" and not st.word.started:
+                end = self.s.find("\n", self.i)
+                end = self.n if end < 0 else end
+                self.comments.append(self.s[self.i + 1 : end])
+                self.i = end
             elif c == "(":
-                if word.started and s.startswith("()", self.i):
-                    # `name()` starts a function definition; the body follows as commands.
-                    finish_word()
-                    self.i += 2
-                elif word.started:
-                    # extglob `@(…)`, `!(…)` or junk: keep it inside the word.
-                    self._read_balanced_into(word, depth)
-                elif s.startswith("((", self.i) and not cmd.words and self._arith_command(cmd, depth):
-                    pass
-                else:
-                    finish_word()
-                    self.i += 1
-                    cmd.groups.append(self.parse_list(depth + 1, stop_paren=True))
-            elif c in "<>" and s.startswith("(", self.i + 1) and not word.started:
-                self.i += 2
-                sub = self.parse_list(depth + 1, stop_paren=True)
-                cmd.substs.append(sub)
-                cmd.proc_subst = True
-                word.text += "/dev/fd/63"
-                word.started = word.dynamic = True
-            elif c in "<>" or (c == "&" and s.startswith(("&>>", "&>"), self.i)):
-                fd = None
-                if word.started and not word.quoted and (word.text.isdigit() or _is_brace_fd(word.text)):
-                    fd, word = word.text, _Word()
-                else:
-                    finish_word()
-                op = next(o for o in _REDIRECT_OPS if s.startswith(o, self.i))
-                self.i += len(op)
-                target = self._read_word(depth, cmd)
-                if target is None:
-                    self.malformed = True
-                cmd.redirects.append(_Redirect(op, fd, target))
-                if op in ("<<", "<<-") and target is not None:
-                    cmd.heredoc = True
-                    self.pending_heredocs.append((cmd, target.text, op == "<<-", target.quoted))
-                elif op == "<<<" and target is not None:
-                    cmd.stdin_texts.append(target.text)
+                self._open_paren(st, depth)
+            elif c in "<>" and self.s.startswith("(", self.i + 1) and not st.word.started:
+                self._process_substitution(st, depth)
+            elif c in "<>" or (c == "&" and self.s.startswith(("&>>", "&>"), self.i)):
+                self._redirect(st, depth)
             elif c in ";&|":
-                op = next(o for o in _SEP_OPS if s.startswith(o, self.i))
-                self.i += len(op)
-                if op in ("|", "|&"):
-                    end_cmd()
-                else:
-                    self.separators += 1
-                    end_pipeline()
+                self._separator(st)
             else:
-                self._read_word_part(word, depth, cmd)
-                if (
-                    word.started
-                    and not word.quoted
-                    and word.text == "[["
-                    and not cmd.words
-                    and (self.i >= self.n or s[self.i] in " \t")
-                ):
-                    self._double_bracket(word, depth, cmd)
+                self._word_part(st, depth)
         if stop_paren:
             self.malformed = True  # unterminated `(` / `$(`
-        end_pipeline()
-        return node
+        st.end_pipeline()
+        return st.node
+
+    def _list_char(self, c: str, st: _ListState, depth: int) -> None:
+        """A blank ends the word, `\\` + newline joins lines, a newline ends the pipeline."""
+        if c == "\n":
+            st.end_pipeline()
+            self.i += 1
+            self._read_heredocs(depth)
+        elif c == "\\":
+            self.i += 2
+        else:
+            st.finish_word()
+            self.i += 1
+
+    def _open_paren(self, st: _ListState, depth: int) -> None:
+        s, word = self.s, st.word
+        if word.started and s.startswith("()", self.i):
+            # `name()` starts a function definition; the body follows as commands.
+            st.finish_word()
+            self.i += 2
+        elif word.started:
+            # extglob `@(…)`, `!(…)` or junk: keep it inside the word.
+            self._read_balanced_into(word, depth)
+        elif s.startswith("((", self.i) and not st.cmd.words and self._arith_command(st.cmd, depth):
+            pass
+        else:
+            st.finish_word()
+            self.i += 1
+            st.cmd.groups.append(self.parse_list(depth + 1, stop_paren=True))
+
+    def _process_substitution(self, st: _ListState, depth: int) -> None:
+        self.i += 2
+        st.cmd.substs.append(self.parse_list(depth + 1, stop_paren=True))
+        st.cmd.proc_subst = True
+        st.word.text += "/dev/fd/63"
+        st.word.started = st.word.dynamic = True
+
+    def _redirect(self, st: _ListState, depth: int) -> None:
+        fd = None
+        word, cmd = st.word, st.cmd
+        if word.started and not word.quoted and (word.text.isdigit() or _is_brace_fd(word.text)):
+            fd, st.word = word.text, _Word()
+        else:
+            st.finish_word()
+        op = next(o for o in _REDIRECT_OPS if self.s.startswith(o, self.i))
+        self.i += len(op)
+        target = self._read_word(depth, cmd)
+        if target is None:
+            self.malformed = True
+        cmd.redirects.append(_Redirect(op, fd, target))
+        if op in ("<<", "<<-") and target is not None:
+            cmd.heredoc = True
+            self.pending_heredocs.append((cmd, target.text, op == "<<-", target.quoted))
+        elif op == "<<<" and target is not None:
+            cmd.stdin_texts.append(target.text)
+
+    def _separator(self, st: _ListState) -> None:
+        op = next(o for o in _SEP_OPS if self.s.startswith(o, self.i))
+        self.i += len(op)
+        if op in ("|", "|&"):
+            st.end_cmd()
+        else:
+            self.separators += 1
+            st.end_pipeline()
+
+    def _word_part(self, st: _ListState, depth: int) -> None:
+        word, cmd = st.word, st.cmd
+        self._read_word_part(word, depth, cmd)
+        if (
+            word.started
+            and not word.quoted
+            and word.text == "[["
+            and not cmd.words
+            and (self.i >= self.n or self.s[self.i] in " \t")
+        ):
+            self._double_bracket(word, depth, cmd)
 
     # -- words ------------------------------------------------------------------------------
     def _read_word(self, depth: int, cmd: _Cmd) -> _Word | None:
