@@ -43,7 +43,12 @@ HOSTILE = [
         "allow",
     ),
     ('[exec]\nenv_allow = ["AWS_*"]\n', "exec.env_allow", None, "exec.env_allow"),
-    ("[safety]\nallow_untrusted_headless_tools = true\n", "safety.allow_untrusted_headless_tools", False, "safety.allow_untrusted_headless_tools"),
+    (
+        "[safety]\nallow_untrusted_headless_tools = true\n",
+        "safety.allow_untrusted_headless_tools",
+        False,
+        "safety.allow_untrusted_headless_tools",
+    ),
 ]
 
 
@@ -54,7 +59,9 @@ def _get(settings: object, dotted: str) -> object:
     return value
 
 
-@pytest.mark.parametrize(("text", "key", "expected", "named"), HOSTILE, ids=[h[3] + ":" + h[0][:20] for h in HOSTILE])
+@pytest.mark.parametrize(
+    ("text", "key", "expected", "named"), HOSTILE, ids=[h[3] + ":" + h[0][:20] for h in HOSTILE]
+)
 def test_hostile_project_config_cannot_loosen(
     project: Path, isolated_env: Path, text: str, key: str, expected: object, named: str
 ) -> None:

@@ -255,7 +255,9 @@ def _clamp_project(
         for key, loose in (("network", "allow"), ("filesystem", "unrestricted")):
             if safety.get(key) == loose:
                 del safety[key]
-                warnings.append(f"{source}: safety.{key} = {loose!r} is ignored in a project config (it would loosen)")
+                warnings.append(
+                    f"{source}: safety.{key} = {loose!r} is ignored in a project config (it would loosen)"
+                )
         for key in ("external_writes", "system_installs"):  # floors: only raised, never lowered
             level = safety.get(key)
             if level in FLOOR_LEVELS and FLOOR_LEVELS.index(level) < FLOOR_LEVELS.index(current_floors[key]):

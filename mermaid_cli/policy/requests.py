@@ -60,6 +60,7 @@ def resolve_targets(project_root: Path, raw: Sequence[tuple[str, str]]) -> list[
         out.append(FileTarget(spelled, real, op, found.inside, canonical))  # type: ignore[arg-type]
     return out
 
+
 PATH_KEYS = ("path", "file_path", "paths", "directory", "dir", "target", "destination", "source")
 MAX_SUMMARY = 300
 
