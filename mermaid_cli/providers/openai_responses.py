@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from mermaid_cli.core.arguments import parse_tool_arguments
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
 from mermaid_cli.core.types import (
     Block,
@@ -52,14 +53,7 @@ def _never_reasons(model: str) -> bool:
     return model.startswith(("gpt-4", "gpt-3")) or "chat-latest" in model
 
 
-def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None, raw
-    return (value, None) if isinstance(value, dict) else (None, raw)
+parse_arguments = parse_tool_arguments  # the one parser (core/arguments.py)
 
 
 def data_url(media_type: str, data: str) -> str:
