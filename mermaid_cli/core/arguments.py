@@ -11,7 +11,10 @@ NUL bytes and over-long values are left to the tools, which refuse them with an 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def scrub_text(text: str) -> str:
@@ -20,7 +23,8 @@ def scrub_text(text: str) -> str:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        # any surrogate code point in a str is lone (json.loads joins escaped pairs)
+        return _SURROGATE.sub("\ufffd", text)
 
 
 def scrub(value: Any) -> Any:
