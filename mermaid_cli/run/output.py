@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mermaid_cli.core import events as ev
+from mermaid_cli.security.redact import StreamRedactor
 
 
 class Output:
@@ -20,13 +21,37 @@ class Output:
         self.session: Any = None  # SessionWriter once the session exists
         self.started = False
         self.redact: Callable[[str], str] = lambda text: text  # set once the run knows its secrets
+        #: the run's known secret values, for the stream hold-back (set with `redact`)
+        self.secrets: Callable[[], Iterable[str]] = tuple
+        self._streams: dict[type, StreamRedactor] = {}
 
     def emit(self, event: ev._Event) -> None:
+        if isinstance(event, ev.Text | ev.Reasoning):
+            # A secret split across deltas is redacted by no single delta: the stream redactor
+            # joins them and emits only what no later delta can complete into a secret.
+            stream = self._streams.get(type(event))
+            if stream is None:
+                stream = self._streams[type(event)] = StreamRedactor(
+                    lambda t: self.redact(t), lambda: self.secrets()
+                )
+            delta = stream.feed(event.delta)
+            if not delta:
+                return
+            event = type(event)(delta=delta)
+        else:
+            self._flush_streams()
         if self.format == "jsonl":
             self.writer.write(event)
         if self.session is not None and not isinstance(event, (ev.Text, ev.Reasoning)):
             self.session.append("event", event=event.to_dict())
         self._progress(event)
+
+    def _flush_streams(self) -> None:
+        """The text block ended (any other event follows it): emit what was held back."""
+        for kind, stream in list(self._streams.items()):
+            rest = stream.flush()
+            if rest and self.format == "jsonl":
+                self.writer.write(kind(delta=rest))
 
     def _progress(self, event: ev._Event) -> None:
         if isinstance(event, ev.Error):  # errors and warnings show even with -q
