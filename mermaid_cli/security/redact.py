@@ -162,10 +162,14 @@ class StreamRedactor:
         self.secrets = secrets
         self.pending = ""
 
+    #: below this much held text, a delta that cannot go out whole waits whole (the stream keeps
+    #: the model's own chunks); above it, the safe prefix goes out so streaming stays live
+    MAX_WHOLE_HOLD = 512
+
     def feed(self, delta: str) -> str:
         self.pending += delta
         cut = self._safe_cut(self.pending)
-        if cut <= 0:
+        if cut <= 0 or (cut < len(self.pending) and len(self.pending) <= self.MAX_WHOLE_HOLD):
             return ""
         out, self.pending = self.pending[:cut], self.pending[cut:]
         return self.redact(out)
