@@ -1,8 +1,15 @@
-"""Where a run's events go: stdout in the chosen format, the session file, progress on stderr."""
+"""Where a run's events go: stdout in the chosen format, the session file, progress on stderr.
+
+Also owns what reaches stderr from libraries: every log record (the MCP SDK, httpx, asyncio,
+`warnings`) goes through the run's redactor as one `mermaid: LOGGER: message` line, with no
+traceback unless `MERMAID_DEBUG=1` (an exception is then shown whole, still redacted).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -67,6 +74,21 @@ class Output:
         elif isinstance(event, ev.ApprovalDecided) and event.verdict == "deny":
             self.note(f"{event.call_id} denied by {event.by}: {event.reason or ''}")
 
+    def install_logging(self, *, debug: bool = False) -> None:
+        """Route every library log record through `note` (redacted); replaces the handler an
+        earlier run in this process installed."""
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if isinstance(handler, _LibraryLogHandler):
+                root.removeHandler(handler)
+        root.addHandler(_LibraryLogHandler(self, debug))
+        root.setLevel(logging.DEBUG if debug else logging.WARNING)
+        for name in ("mcp", "httpx", "httpcore"):  # their own levels or handlers must not bypass it
+            lib = logging.getLogger(name)
+            lib.propagate = True
+            lib.handlers = [h for h in lib.handlers if isinstance(h, logging.NullHandler)]
+        logging.captureWarnings(True)
+
     def note(self, line: str) -> None:
         try:
             self.io.stderr.write(self.redact(f"mermaid: {line}\n"))
@@ -98,6 +120,32 @@ class Output:
         self.writer.write_bytes(payload.encode("utf-8", "replace"))
         if self.format in ("text", "markdown"):
             self.note(f"session: {result.session_id}")
+
+
+class _LibraryLogHandler(logging.Handler):
+    """One redacted stderr line per record; a traceback only in debug mode."""
+
+    def __init__(self, out: Output, debug: bool) -> None:
+        super().__init__(logging.DEBUG if debug else logging.WARNING)
+        self.out = out
+        self.debug = debug
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            try:
+                message = record.getMessage()
+            except Exception:  # noqa: BLE001 - a bad format string in a library
+                message = str(record.msg)
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is not None:
+                if self.debug:
+                    message += "\n" + "".join(traceback.format_exception(exc)).rstrip()
+                else:
+                    first = (str(exc).splitlines() or [""])[0][:200]
+                    message += f" ({type(exc).__name__}: {first}; MERMAID_DEBUG=1 shows the traceback)"
+            self.out.note(f"{record.name}: {message}")
+        except Exception:  # noqa: BLE001 - logging must never take the run down
+            pass
 
 
 def _brief(arguments: dict[str, Any] | None) -> str:

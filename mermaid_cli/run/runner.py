@@ -474,6 +474,7 @@ class Run:
         self.redact = self._build_redactor()
         self.out.redact = self.redact
         self.out.secrets = lambda: self.redactor.secrets  # the stream hold-back's window
+        self.out.install_logging(debug=io.env.get("MERMAID_DEBUG") == "1")
         self.schema = None
         if opts.output_schema is not None:
             from mermaid_cli.run.structured import load_schema
