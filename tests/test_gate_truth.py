@@ -203,3 +203,22 @@ def test_delete_file_on_a_symlink_removes_the_link(project: Path, tmp_path: Path
     assert out.code == 0, out.stderr
     assert not os.path.lexists(project / "link_file")
     assert target.read_text() == "keep me"
+
+
+def test_targets_for_names_resolved_paths_and_operations(project: Path, home: Path) -> None:
+    (project / "sshlink").symlink_to(home / ".ssh")
+    (project / "a.txt").write_text("x\n")
+    gate = make_gate(project)
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: sshlink/k\n@@\n-x\n+y\n"
+        "*** Delete File: gone.txt\n*** End Patch\n"
+    )
+    root = os.path.realpath(project)
+    assert gate.targets_for(TOOLS["apply_patch"], {"patch": patch}) == [
+        {"path": f"{root}/a.txt", "operation": "delete"},
+        {"path": str(home / ".ssh" / "k"), "operation": "create"},
+        {"path": f"{root}/gone.txt", "operation": "delete"},
+    ]
+    assert gate.targets_for(TOOLS["write_file"], {"path": "a.txt", "content": ""}) == [
+        {"path": f"{root}/a.txt", "operation": "modify"}
+    ]

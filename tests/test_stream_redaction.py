@@ -80,3 +80,12 @@ def test_diff_out_is_redacted(project: Path) -> None:
     diff = (project / "d.diff").read_text()
     assert "cfg.txt" in diff and TOKEN not in diff and PLACEHOLDER in diff
     assert TOKEN not in json.dumps(out.events)
+
+
+def test_a_long_stream_is_not_held_to_the_end() -> None:
+    """Hold-back delays only the tail: a long answer keeps streaming."""
+    redactor = Redactor([SECRET])
+    stream = StreamRedactor(redactor.redact, lambda: redactor.secrets)
+    emitted = [stream.feed("word " * 40 + "wo") for _ in range(5)]
+    assert sum(len(e) for e in emitted) > 800
+    assert all(not e.endswith("wo") for e in emitted)  # never cut inside a word

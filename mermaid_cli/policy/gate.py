@@ -139,6 +139,19 @@ class PolicyGate:
             return GateResult(decision=outcome.decision(), args=new_args, context=context)
         return self._deny(outcome, request)
 
+    def targets_for(self, tool: Any, arguments: dict[str, Any]) -> list[dict[str, str]]:
+        """`[{"path": resolved, "operation": ...}]` of a file tool's call, for an event that should
+        show what the gate judges (e.g. `tool_started`); [] for other tools or a bad path."""
+        from mermaid_cli.policy.requests import resolve_targets
+        from mermaid_cli.security.paths import PathRefused
+
+        raw = tool.file_targets(arguments) if hasattr(tool, "file_targets") else None
+        try:
+            targets = resolve_targets(self._root(), raw) if raw else []
+        except PathRefused:
+            return []
+        return [{"path": t.path, "operation": t.operation} for t in targets]
+
     def _root(self) -> Path:
         return Path(os.path.realpath(self.project_root))
 
