@@ -91,3 +91,16 @@ def test_project_config_may_lower_limits(project: Path, isolated_env: Path) -> N
     run = loaded.settings.run
     assert (run.max_turns, run.max_cost, run.timeout, run.max_tokens) == (2, 0.001, 10, 500)
     assert loaded.warnings == []
+
+
+def test_project_verify_commands_never_run(project: Path) -> None:
+    """The measured attack: a PR-added `[verify] commands` ran, even under --safety read_only."""
+    from conftest import run_inprocess, say, write_script
+
+    (project / ".mermaid").mkdir()
+    (project / ".mermaid" / "config.toml").write_text('[verify]\ncommands = ["touch pwned"]\n')
+    script = write_script(project / "s.jsonl", [say("done")])
+    out = run_inprocess(["--json", "--safety", "read_only", "--model", f"replay/{script}", "go"], project)
+    assert out.code == 0, out.stderr
+    assert not (project / "pwned").exists()
+    assert "verify.commands" in out.stderr
