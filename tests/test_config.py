@@ -27,12 +27,12 @@ def test_precedence_user_profile_project_override_flag(project, user_cfg):
         '[profiles.ci]\nmodel = "openai/b"\n[profiles.ci.run]\nmax_turns = 20\n'
     )
     (project / ".mermaid").mkdir()
-    (project / ".mermaid/config.toml").write_text("[run]\nmax_turns = 30\n")
+    (project / ".mermaid/config.toml").write_text("[run]\nmax_turns = 15\n")
     loaded = load_settings(
         project_root=project, profile="ci", overrides=["run.timeout=99"], flags={"run.max_tokens": 5}
     )
     s = loaded.settings
-    assert s.model == "openai/b" and s.run.max_turns == 30 and s.run.timeout == 99 and s.run.max_tokens == 5
+    assert s.model == "openai/b" and s.run.max_turns == 15 and s.run.timeout == 99 and s.run.max_tokens == 5
     sources = {k: src for k, _, src in effective_items(loaded)}
     assert sources["model"].endswith("[profiles.ci]")
     assert sources["run.max_turns"].endswith(".mermaid/config.toml")

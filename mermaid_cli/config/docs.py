@@ -30,8 +30,11 @@ An unknown key or a bad value is exit 2, naming the file (or `-c`/flag), the dot
 reason. A project file is committed with the code and may come from an untrusted pull request, so
 it may only tighten safety: it cannot loosen `safety.mode`, `safety.network` or
 `safety.filesystem`, add `allow` overrides, or set `model`, `providers`, `mcp_servers`, `web`,
-`pricing`, `hooks`, `safety.allow_readonly_web`, `safety.allow_untrusted_headless_tools` or
-`safety.auto_classifier_model` (those are ignored with a warning on stderr).
+`pricing`, `hooks`, `verify.commands`, `exec.env_allow`, `safety.allow_readonly_web`,
+`safety.allow_untrusted_headless_tools` or `safety.auto_classifier_model`, and every numeric limit
+or budget (`run.max_turns`, `run.max_cost`, `run.max_tokens`, `run.timeout`, `verify.timeout`,
+`verify.attempts`, exec timeouts, output caps...) may only go down relative to the layers below it
+(those are ignored with a warning on stderr naming the key).
 
 Provider keys never come from config files: they come from the environment or the OS keyring
 (`mermaid login PROVIDER`). `MERMAID_DATA_DIR` relocates checkpoints (default

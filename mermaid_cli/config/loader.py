@@ -212,14 +212,32 @@ FLOOR_LEVELS = ("allow", "auto", "ask", "deny")  # loosest first
 
 
 def _clamp_project(
-    data: dict[str, Any], current_mode: Any, source: str, warnings: list[str], current_floors: dict[str, str]
+    data: dict[str, Any],
+    current_mode: Any,
+    source: str,
+    warnings: list[str],
+    current_floors: dict[str, str],
+    below: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A project file may only tighten safety and may not configure providers, servers or web trust."""
+    """A project file may only tighten: it may not configure providers, servers, web trust, hooks
+    or verify commands (a pull request can add the file, and they all run or trust something),
+    may not loosen safety, and may move every numeric limit or budget only downward relative to
+    `below` (the effective settings of the layers under it). Whatever it tried is a warning
+    naming the key."""
     data = _copy(data)
     for key in PROJECT_FORBIDDEN:
         if key in data:
             del data[key]
             warnings.append(f"{source}: `{key}` is ignored in a project config (set it in your user config)")
+    verify = data.get("verify")
+    if isinstance(verify, dict) and "commands" in verify:
+        del verify["commands"]
+        warnings.append(
+            f"{source}: `verify.commands` is ignored in a project config (commands it names would run; "
+            "pass --verify or set it in your user config)"
+        )
+    if below is not None:
+        _clamp_numbers(data, below, (), source, warnings)
     safety = data.get("safety")
     if isinstance(safety, dict):
         for key in PROJECT_FORBIDDEN_SAFETY:
@@ -241,6 +259,9 @@ def _clamp_project(
         for key, loose in (("network", "allow"), ("filesystem", "unrestricted")):
             if safety.get(key) == loose:
                 del safety[key]
+                warnings.append(
+                    f"{source}: safety.{key} = {loose!r} is ignored in a project config (it would loosen)"
+                )
         for key in ("external_writes", "system_installs"):  # floors: only raised, never lowered
             level = safety.get(key)
             if level in FLOOR_LEVELS and FLOOR_LEVELS.index(level) < FLOOR_LEVELS.index(current_floors[key]):
@@ -266,6 +287,40 @@ def _clamp_project(
             f"{source}: `exec.env_allow` is ignored in a project config (it could pass secrets to commands)"
         )
     return data
+
+
+def _clamp_numbers(
+    data: dict[str, Any], below: dict[str, Any], at: tuple[str, ...], source: str, warnings: list[str]
+) -> None:
+    """Drop every number in the project layer that is above the value beneath it. A lower layer's
+    None (no limit, or not set) is looser than any number, so a number there is a tightening."""
+    for key in list(data):
+        value = data[key]
+        base = below.get(key) if isinstance(below, dict) else None
+        dotted = ".".join((*at, key))
+        if isinstance(value, dict):
+            _clamp_numbers(value, base if isinstance(base, dict) else {}, (*at, key), source, warnings)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(base, int | float) and not isinstance(base, bool) and value > base:
+                del data[key]
+                warnings.append(
+                    f"{source}: `{dotted}` = {value} would raise {base}; a project config may only lower limits"
+                )
+
+
+def _below_project(merged: dict[str, Any]) -> dict[str, Any]:
+    """The effective values under the project layer: the defaults with the user layers on top."""
+    base: dict[str, Any] = Settings().model_dump(mode="python")
+
+    def over(into: dict[str, Any], layer: dict[str, Any]) -> None:
+        for key, value in layer.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                over(into[key], value)
+            else:
+                into[key] = value
+
+    over(base, _copy(merged))
+    return base
 
 
 def load_settings(
@@ -315,7 +370,9 @@ def load_settings(
         safety_so_far: dict[str, Any] = safety_value if isinstance(safety_value, dict) else {}
         floors = {k: str(safety_so_far.get(k, "auto")) for k in ("external_writes", "system_installs")}
         floors = {k: v if v in FLOOR_LEVELS else "auto" for k, v in floors.items()}
-        clamped = _clamp_project(project, current_mode, str(project_path), warnings, floors)
+        clamped = _clamp_project(
+            project, current_mode, str(project_path), warnings, floors, below=_below_project(merged)
+        )
         _merge(merged, clamped, sources, str(project_path))
     if policy is not None:
         _merge(merged, policy[1], sources, policy[0])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Frozen(BaseModel):
@@ -75,6 +75,14 @@ class ToolCallBlock(_Frozen):
     arguments: dict[str, Any] | None = None
     raw_arguments: str | None = None
     native: dict[str, Any] | None = None
+
+    @field_validator("arguments", "raw_arguments", "native", mode="before")
+    @classmethod
+    def _scrubbed(cls, value: Any) -> Any:
+        # a lone surrogate from the model's JSON must not reach a tool or the next request
+        from mermaid_cli.core.arguments import scrub
+
+        return scrub(value)
 
 
 class ToolResultBlock(_Frozen):

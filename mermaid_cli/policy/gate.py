@@ -21,6 +21,7 @@ from mermaid_cli.core.types import Decision, GateResult, ToolCallBlock, Usage
 
 if TYPE_CHECKING:  # the engine and the shell classifier load at the first tool call, not at start
     from mermaid_cli.policy.engine import ActionRequest, PolicyOutcome
+    from mermaid_cli.policy.requests import FileTarget
 
 MAX_HOOK_ROUNDS = 3
 
@@ -44,24 +45,34 @@ class PolicyGate:
     on_usage: Callable[[Usage], None] = lambda _usage: None
     note: Callable[[str], None] = lambda _line: None
     session_allow: set[str] = field(default_factory=set)
-    #: outside paths a decision allowed; the file tools' external-access check consults it
-    allowed_outside: set[str] = field(default_factory=set)
+    #: (kind, resolved outside path) a decision allowed, kind "read" or "write"; the file tools'
+    #: external-access check consults it
+    allowed_outside: set[tuple[str, str]] = field(default_factory=set)
     _prompt_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
-        """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult)."""
+        """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult).
+
+        A file tool's targets are resolved first and each (path, operation) is judged on its own;
+        the worst verdict decides the call (a patch is judged file by file)."""
         from mermaid_cli.policy.engine import before_hooks, evaluate
+        from mermaid_cli.security.paths import PathRefused
 
         policy = self.settings.safety
+        root = self._root()
         arguments = _as_dict(args, call)
         new_args = None
         hook = None
         contexts: list[str] = []  # every round's additionalContext reaches the model, in order
         for _round in range(MAX_HOOK_ROUNDS + 1):
-            request = self._request(tool, arguments)
-            early = before_hooks(request, policy, project_root=self.project_root)
-            if early is not None:
-                return self._deny(early, request)
+            try:
+                request, targets = self._request(tool, arguments)
+            except PathRefused as exc:
+                return _bad_input(tool.name, str(exc))
+            for part in _per_target(request, targets):
+                early = before_hooks(part, policy, project_root=root)
+                if early is not None:
+                    return self._deny(early, request)
             if not self.hooks or _round == MAX_HOOK_ROUNDS:
                 break  # the last rewrite is checked above but not offered to the hooks again
             from mermaid_cli.policy.hooks import run_before_tool_use
@@ -93,21 +104,29 @@ class PolicyGate:
                     message=f"{tool.name} was not run: a hook rewrote it into invalid arguments",
                 )
             arguments = hook.updated_input
-        outcome = evaluate(
-            request,
-            policy,
-            interactive=self.interactive,
-            allow_untrusted=self.allow_untrusted,
-            untrusted_content=self.untrusted_content(),
-            hook=hook,
-            project_root=self.project_root,
-            session_allow=self.session_allow,
-        )
+        outcome: PolicyOutcome | None = None
+        worst_op = "call"
+        parts = _per_target(request, targets)
+        for n, part in enumerate(parts):
+            op = targets[n].operation if targets else "call"
+            one = evaluate(
+                part,
+                policy,
+                interactive=self.interactive,
+                allow_untrusted=self.allow_untrusted,
+                untrusted_content=self.untrusted_content(),
+                hook=hook,
+                project_root=root,
+                session_allow=_granted_for(self.session_allow, op),
+            )
+            if outcome is None or _severity(one) > _severity(outcome):
+                outcome, worst_op = one, op
+        assert outcome is not None  # _per_target yields at least the request itself
         outcome = self._soften(outcome, tool, arguments)
         if outcome.verdict == "classify":
             outcome = await self._review(outcome, request)
         if outcome.verdict == "ask":
-            outcome = await self._ask_person(call_id, tool, outcome, request)
+            outcome = await self._ask_person(call_id, tool, outcome, request, worst_op)
         if outcome.blocked:
             self.emit(
                 ev.ApprovalRequired(
@@ -115,27 +134,57 @@ class PolicyGate:
                 )
             )
         if outcome.verdict == "allow":
-            for ref in request.paths:
-                if ref.outside_project:
-                    self.allowed_outside.add(
-                        os.path.realpath(os.path.join(self.project_root, os.path.expanduser(ref.path)))
-                    )
+            self._grant(request, targets)
             context = "\n\n".join(contexts) or None
             return GateResult(decision=outcome.decision(), args=new_args, context=context)
         return self._deny(outcome, request)
 
-    def _request(self, tool: Any, arguments: dict[str, Any]) -> ActionRequest:
-        from mermaid_cli.policy.requests import request_for_call
+    def targets_for(self, tool: Any, arguments: dict[str, Any]) -> list[dict[str, str]]:
+        """`[{"path": resolved, "operation": ...}]` of a file tool's call, for an event that should
+        show what the gate judges (e.g. `tool_started`); [] for other tools or a bad path."""
+        from mermaid_cli.policy.requests import resolve_targets
+        from mermaid_cli.security.paths import PathRefused
 
-        return request_for_call(
+        raw = tool.file_targets(arguments) if hasattr(tool, "file_targets") else None
+        try:
+            targets = resolve_targets(self._root(), raw) if raw else []
+        except PathRefused:
+            return []
+        return [{"path": t.path, "operation": t.operation} for t in targets]
+
+    def _root(self) -> Path:
+        return Path(os.path.realpath(self.project_root))
+
+    def _request(self, tool: Any, arguments: dict[str, Any]) -> tuple[ActionRequest, list[FileTarget]]:
+        """The request and, for a file tool, its resolved targets (PathRefused on a bad path)."""
+        from mermaid_cli.policy.requests import request_for_call, resolve_targets
+
+        raw = tool.file_targets(arguments) if hasattr(tool, "file_targets") else None
+        targets = resolve_targets(self._root(), raw) if raw else []
+        request = request_for_call(
             tool.name,
             tool.category_for(arguments)
             if hasattr(tool, "category_for")
             else getattr(tool, "category", "read"),
             arguments,
-            project_root=self.project_root,
+            project_root=self._root(),
             mcp_read_only_hint=bool(getattr(tool, "read_only_hint", False)),
+            targets=targets or None,
         )
+        return request, targets
+
+    def _grant(self, request: ActionRequest, targets: list[FileTarget]) -> None:
+        """Record what this allow covers for the file tools' own check: per path AND per kind of
+        operation, so an allowed outside read never lets a later outside write through."""
+        if targets:
+            for t in targets:
+                if not t.inside:
+                    self.allowed_outside.add((t.grant_kind, t.path))
+            return
+        kind = "read" if request.category == "read" else "write"
+        for ref in request.paths:
+            if ref.outside_project:
+                self.allowed_outside.add((kind, os.path.realpath(ref.path)))
 
     def _soften(self, outcome: PolicyOutcome, tool: Any, arguments: dict[str, Any]) -> PolicyOutcome:
         """Web calls that make no request (a snapshot read), or go to a host the operator trusts."""
@@ -179,7 +228,7 @@ class PolicyGate:
         return resolve_review(outcome, request, allow=allow, reason=reason, interactive=self.interactive)
 
     async def _ask_person(
-        self, call_id: str, tool: Any, outcome: PolicyOutcome, request: ActionRequest
+        self, call_id: str, tool: Any, outcome: PolicyOutcome, request: ActionRequest, op: str = "call"
     ) -> PolicyOutcome:
         prompt = self._prompt(tool, request)
         self.emit(ev.ApprovalRequired(call_id=call_id, tool=tool.name, risk=outcome.risk, prompt=prompt))
@@ -198,7 +247,8 @@ class PolicyGate:
         async with self._prompt_lock:  # concurrent calls of one turn ask one at a time
             answer = await self.approver(tool.name, prompt, outcome.reason)
         if answer == "always" and outcome.allow_key:
-            self.session_allow.add(outcome.allow_key)
+            # "don't ask again" covers this operation only (a granted create is not a delete)
+            self.session_allow.add(f"{outcome.allow_key}{_OP_SEP}{op}")
         return resolve_user(outcome, approved=answer in ("once", "always"))
 
     def _prompt(self, tool: Any, request: ActionRequest) -> str:
@@ -216,12 +266,56 @@ class PolicyGate:
 
     # -- the file tools' external-access hook -------------------------------------------------
     def external_access(self, resolved: Any, action: str) -> str | None:
-        path = os.path.realpath(str(resolved.path))
-        if path in self.allowed_outside or any(
-            path.startswith(p.rstrip(os.sep) + os.sep) for p in self.allowed_outside
-        ):
-            return None
-        return f"{resolved.path} is outside the project and the policy did not allow it"
+        """The file tools' second check of an outside path (`tools.paths.check_external`): it
+        must have been granted by a decision for the same kind of operation. A read grant covers
+        what is below the path (a directory listed or searched); a write grant only the path.
+        `--confine-fs` refuses every outside write, whatever was granted before."""
+        path = str(resolved.path)
+        kind = "read" if action == "read" else "write"
+        if kind == "write" and getattr(self.settings.safety, "filesystem", None) == "project":
+            return (
+                f'{path} is outside the project, which safety.filesystem = "project" (--confine-fs) '
+                "refuses for writes"
+            )
+        for granted_kind, granted in self.allowed_outside:
+            if granted_kind != kind:
+                continue
+            if path == granted or (kind == "read" and path.startswith(granted.rstrip(os.sep) + os.sep)):
+                return None
+        what = "reading" if kind == "read" else "writing"
+        return f"{path} is outside the project and the policy did not allow {what} it"
+
+
+_OP_SEP = "|op="
+
+
+def _granted_for(session_allow: set[str], op: str) -> set[str]:
+    """The engine's allow keys remembered for this operation."""
+    suffix = f"{_OP_SEP}{op}"
+    return {key[: -len(suffix)] for key in session_allow if key.endswith(suffix)}
+
+
+def _per_target(request: ActionRequest, targets: list[FileTarget]) -> list[ActionRequest]:
+    """One request per file (the summary still names them all), or the request itself."""
+    if len(targets) <= 1:
+        return [request]
+    from dataclasses import replace
+
+    return [replace(request, paths=(ref,)) for ref in request.paths]
+
+
+def _severity(outcome: PolicyOutcome) -> int:
+    """Which of a patch's per-file outcomes decides: a hard deny, then any deny, an ask, a review."""
+    if outcome.by == "hard_deny":
+        return 5
+    return {"deny": 4, "ask": 3, "classify": 2, "allow": 1}[outcome.verdict]
+
+
+def _bad_input(tool: str, reason: str) -> GateResult:
+    return GateResult(
+        decision=Decision(verdict="deny", by="mode", reason=reason),
+        message=f"{tool} was not run: {reason}",
+    )
 
 
 def _as_dict(args: Any, call: ToolCallBlock) -> dict[str, Any]:

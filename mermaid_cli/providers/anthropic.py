@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mermaid_cli.core.arguments import parse_tool_arguments
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
 from mermaid_cli.core.types import (
     Block,
@@ -54,14 +55,7 @@ _STOP_REASONS = {
 }
 
 
-def _parse_args(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None, raw
-    return (value, None) if isinstance(value, dict) else (None, raw)
+_parse_args = parse_tool_arguments  # the one parser (core/arguments.py)
 
 
 class AnthropicProvider:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mermaid_cli.core.arguments import parse_tool_arguments
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
 from mermaid_cli.core.types import (
     Block,
@@ -36,15 +37,7 @@ from mermaid_cli.providers.http import (
 )
 from mermaid_cli.providers.models import ModelFacts
 
-
-def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None, raw
-    return (value, None) if isinstance(value, dict) else (None, raw)
+parse_arguments = parse_tool_arguments  # the one parser (core/arguments.py)
 
 
 def data_url(media_type: str, data: str) -> str:

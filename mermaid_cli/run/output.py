@@ -1,12 +1,20 @@
-"""Where a run's events go: stdout in the chosen format, the session file, progress on stderr."""
+"""Where a run's events go: stdout in the chosen format, the session file, progress on stderr.
+
+Also owns what reaches stderr from libraries: every log record (the MCP SDK, httpx, asyncio,
+`warnings`) goes through the run's redactor as one `mermaid: LOGGER: message` line, with no
+traceback unless `MERMAID_DEBUG=1` (an exception is then shown whole, still redacted).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import logging
+import traceback
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mermaid_cli.core import events as ev
+from mermaid_cli.security.redact import StreamRedactor
 
 
 class Output:
@@ -20,13 +28,37 @@ class Output:
         self.session: Any = None  # SessionWriter once the session exists
         self.started = False
         self.redact: Callable[[str], str] = lambda text: text  # set once the run knows its secrets
+        #: the run's known secret values, for the stream hold-back (set with `redact`)
+        self.secrets: Callable[[], Iterable[str]] = tuple
+        self._streams: dict[type, StreamRedactor] = {}
 
     def emit(self, event: ev._Event) -> None:
+        if isinstance(event, ev.Text | ev.Reasoning):
+            # A secret split across deltas is redacted by no single delta: the stream redactor
+            # joins them and emits only what no later delta can complete into a secret.
+            stream = self._streams.get(type(event))
+            if stream is None:
+                stream = self._streams[type(event)] = StreamRedactor(
+                    lambda t: self.redact(t), lambda: self.secrets()
+                )
+            delta = stream.feed(event.delta)
+            if not delta:
+                return
+            event = type(event)(delta=delta)
+        else:
+            self._flush_streams()
         if self.format == "jsonl":
             self.writer.write(event)
         if self.session is not None and not isinstance(event, (ev.Text, ev.Reasoning)):
             self.session.append("event", event=event.to_dict())
         self._progress(event)
+
+    def _flush_streams(self) -> None:
+        """The text block ended (any other event follows it): emit what was held back."""
+        for kind, stream in list(self._streams.items()):
+            rest = stream.flush()
+            if rest and self.format == "jsonl":
+                self.writer.write(kind(delta=rest))
 
     def _progress(self, event: ev._Event) -> None:
         if isinstance(event, ev.Error):  # errors and warnings show even with -q
@@ -41,6 +73,21 @@ class Output:
             self.note(f"{event.call_id} {mark}: {event.error or event.summary}")
         elif isinstance(event, ev.ApprovalDecided) and event.verdict == "deny":
             self.note(f"{event.call_id} denied by {event.by}: {event.reason or ''}")
+
+    def install_logging(self, *, debug: bool = False) -> None:
+        """Route every library log record through `note` (redacted); replaces the handler an
+        earlier run in this process installed."""
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if isinstance(handler, _LibraryLogHandler):
+                root.removeHandler(handler)
+        root.addHandler(_LibraryLogHandler(self, debug))
+        root.setLevel(logging.DEBUG if debug else logging.WARNING)
+        for name in ("mcp", "httpx", "httpcore"):  # their own levels or handlers must not bypass it
+            lib = logging.getLogger(name)
+            lib.propagate = True
+            lib.handlers = [h for h in lib.handlers if isinstance(h, logging.NullHandler)]
+        logging.captureWarnings(True)
 
     def note(self, line: str) -> None:
         try:
@@ -73,6 +120,32 @@ class Output:
         self.writer.write_bytes(payload.encode("utf-8", "replace"))
         if self.format in ("text", "markdown"):
             self.note(f"session: {result.session_id}")
+
+
+class _LibraryLogHandler(logging.Handler):
+    """One redacted stderr line per record; a traceback only in debug mode."""
+
+    def __init__(self, out: Output, debug: bool) -> None:
+        super().__init__(logging.DEBUG if debug else logging.WARNING)
+        self.out = out
+        self.debug = debug
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            try:
+                message = record.getMessage()
+            except Exception:  # noqa: BLE001 - a bad format string in a library
+                message = str(record.msg)
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is not None:
+                if self.debug:
+                    message += "\n" + "".join(traceback.format_exception(exc)).rstrip()
+                else:
+                    first = (str(exc).splitlines() or [""])[0][:200]
+                    message += f" ({type(exc).__name__}: {first}; MERMAID_DEBUG=1 shows the traceback)"
+            self.out.note(f"{record.name}: {message}")
+        except Exception:  # noqa: BLE001 - logging must never take the run down
+            pass
 
 
 def _brief(arguments: dict[str, Any] | None) -> str:

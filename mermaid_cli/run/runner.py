@@ -103,13 +103,38 @@ you did and anything left undone."""
 
 
 def read_piped(io: RunIO) -> str:
-    """Piped stdin, trimmed; empty when stdin is a TTY or absent (never blocks on a terminal)."""
+    """Piped stdin, trimmed; empty when stdin is a TTY or absent (never blocks on a terminal).
+
+    Invalid UTF-8 is decoded with U+FFFD in place of each bad sequence and a warning on stderr
+    (docs/ci.md): a log piped in with one stray byte should still be reviewed, and no lone
+    surrogate may reach the provider request."""
     if io.stdin is None or io.stdin_is_tty:
         return ""
     try:
-        return io.stdin.read().strip()
-    except (OSError, UnicodeDecodeError) as exc:
+        buffer = getattr(io.stdin, "buffer", None)
+        if buffer is not None:
+            raw = buffer.read()
+        else:  # a text stream (tests): undo a surrogateescape decoding, if any
+            text = io.stdin.read()
+            try:
+                raw = text.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                raw = text.encode("utf-8", "surrogatepass")
+    except OSError as exc:
         raise UsageError(f"cannot read stdin: {exc}") from None
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", "replace")
+        bad = text.count("\ufffd") - raw.decode("utf-8", "ignore").count("\ufffd")
+        try:
+            io.stderr.write(
+                f"mermaid: warning: stdin is not valid UTF-8 (first bad byte at offset {exc.start}); "
+                f"{bad} invalid sequence(s) replaced with U+FFFD\n"
+            )
+        except (OSError, ValueError):
+            pass
+        return text.strip()
 
 
 def resolve_prompt(prompt: str | None, io: RunIO) -> str:
@@ -124,6 +149,36 @@ def resolve_prompt(prompt: str | None, io: RunIO) -> str:
     if piped:
         return f"{prompt}\n\n```\n{piped}\n```"
     return prompt
+
+
+def _check_writable(flag: str, target: Path, *, make_parents: bool) -> None:
+    """Exit 2 before the model is called when an output file could not be written at the end:
+    a create test in the directory that will hold it (permission bits lie to root, a read-only
+    mount or a file where a directory should be does not)."""
+    if "\x00" in str(target):
+        raise UsageError(f"{flag}: the path contains a NUL byte")
+    try:
+        _probe_writable(flag, target, make_parents=make_parents)
+    except OSError as exc:
+        raise UsageError(f"{flag} {target}: cannot write there ({exc.strerror or exc})") from None
+
+
+def _probe_writable(flag: str, target: Path, *, make_parents: bool) -> None:
+    import tempfile
+
+    if target.is_dir():
+        raise UsageError(f"{flag} {target}: is a directory")
+    directory = target.parent
+    if make_parents:
+        while not directory.exists() and directory != directory.parent:
+            directory = directory.parent  # created at the end; the first existing one must take it
+    if not directory.is_dir():
+        raise UsageError(f"{flag} {target}: {directory} is not a directory")
+    fd, probe = tempfile.mkstemp(prefix=".mermaid-write-test-", dir=directory)
+    os.close(fd)
+    os.unlink(probe)
+    if target.exists() and not os.access(target, os.W_OK):
+        raise UsageError(f"{flag} {target}: the file is not writable")
 
 
 class Run:
@@ -370,6 +425,13 @@ class Run:
             raise UsageError("--system-prompt and --system-prompt-file cannot be used together")
         if opts.append_system_prompt is not None and opts.append_system_prompt_file is not None:
             raise UsageError("--append-system-prompt and --append-system-prompt-file cannot be used together")
+        for flag, name, make_parents in (
+            ("--record", opts.record, False),
+            ("--diff-out", opts.diff_out, False),
+            ("--output-last-message", opts.output_last_message, True),
+        ):
+            if name:
+                _check_writable(flag, io.cwd / name, make_parents=make_parents)
 
         flags = {
             "model": opts.model,
@@ -419,6 +481,8 @@ class Run:
         }
         self.redact = self._build_redactor()
         self.out.redact = self.redact
+        self.out.secrets = lambda: self.redactor.secrets  # the stream hold-back's window
+        self.out.install_logging(debug=io.env.get("MERMAID_DEBUG") == "1")
         self.schema = None
         if opts.output_schema is not None:
             from mermaid_cli.run.structured import load_schema
@@ -784,7 +848,8 @@ class Run:
             if self.opts.diff_out:
                 target = self.io.cwd / self.opts.diff_out
                 tmp = target.with_name(f".{target.name}.tmp")
-                tmp.write_text(self.snapshot.diff(), encoding="utf-8", errors="surrogateescape")
+                # the diff is a report a CI job uploads: secrets in changed files are masked too
+                tmp.write_text(self.redact(self.snapshot.diff()), encoding="utf-8", errors="surrogateescape")
                 os.replace(tmp, target)
         except Exception as exc:  # noqa: BLE001 - a report, never a reason to fail the run
             self.out.note(f"cannot compute the run's diff: {type(exc).__name__}: {exc}")

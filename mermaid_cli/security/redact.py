@@ -96,6 +96,10 @@ class Redactor:
                 found.append(value)
         return cls(found)
 
+    @property
+    def longest(self) -> int:
+        return max((len(s) for s in self.secrets), default=0)
+
     def with_secrets(self, more: Iterable[str]) -> Redactor:
         return Redactor([*self.secrets, *more])
 
@@ -142,3 +146,68 @@ def redact_obj(obj: Any, redact: Callable[[str], str]) -> Any:
     if isinstance(obj, tuple):
         return tuple(redact_obj(v, redact) for v in obj)
     return obj
+_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-./+=~]")
+_BEARER_TAIL = re.compile(r"[Bb]earer[ \t]*$")
+_PEM_BEGIN = "-----BEGIN"
+
+
+class StreamRedactor:
+    """Redaction of text that arrives in pieces (streamed `text` deltas), so that joining the
+    emitted pieces never rebuilds a secret: each piece is redacted alone, and a secret split
+    across pieces is matched by neither. `feed` returns what is safe to emit now and holds back
+    a tail: at least as long as the longest known secret minus one, never cut inside a run of
+    token characters (a `sk-…` shape may go on in the next piece), nor after `Bearer ` or an
+    unfinished PEM block. `flush` returns the rest (end of the text block)."""
+
+    def __init__(self, redact: Callable[[str], str], secrets: Callable[[], Iterable[str]] = tuple) -> None:
+        self.redact = redact
+        self.secrets = secrets
+        self.pending = ""
+
+    #: below this much held text, a delta that cannot go out whole waits whole (the stream keeps
+    #: the model's own chunks); above it, the safe prefix goes out so streaming stays live
+    MAX_WHOLE_HOLD = 512
+
+    def feed(self, delta: str) -> str:
+        self.pending += delta
+        cut = self._safe_cut(self.pending)
+        if cut <= 0 or (cut < len(self.pending) and len(self.pending) <= self.MAX_WHOLE_HOLD):
+            return ""
+        out, self.pending = self.pending[:cut], self.pending[cut:]
+        return self.redact(out)
+
+    def flush(self) -> str:
+        out, self.pending = self.pending, ""
+        return self.redact(out) if out else ""
+
+    def _safe_cut(self, buf: str) -> int:
+        secrets = [s for s in self.secrets() if s]
+        hold = max((len(s) for s in secrets), default=1) - 1
+        cut = max(0, len(buf) - hold)
+        for _ in range(len(buf) + 1):  # each round only moves the cut back
+            before = cut
+            for secret in secrets:  # a whole secret must not straddle the cut
+                lo = max(0, cut - len(secret) + 1)
+                i = buf.find(secret, lo, cut + len(secret) - 1)
+                while 0 <= i < cut:
+                    if i + len(secret) > cut:
+                        cut = i
+                        break
+                    i = buf.find(secret, i + 1, cut + len(secret) - 1)
+            # a token-shaped word may continue after the cut (or in the next delta)
+            while (
+                cut > 0
+                and _TOKEN_CHAR.match(buf[cut - 1])
+                and (cut == len(buf) or _TOKEN_CHAR.match(buf[cut]))
+            ):
+                cut -= 1
+            bearer = _BEARER_TAIL.search(buf, 0, cut)
+            if bearer is not None:
+                cut = bearer.start()
+            begin = buf.rfind(_PEM_BEGIN, 0, cut)
+            if begin >= 0 and not re.search(r"-----END [A-Z ]*PRIVATE KEY-----", buf[begin:]):
+                cut = begin
+            if cut == before:
+                break
+        return cut
+

@@ -19,6 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mermaid_cli.security.paths import inside_project, locate
+
 
 class CheckpointFile(BaseModel):
     #: posix path relative to the project root (absolute for a path outside it)
@@ -115,11 +117,8 @@ class CheckpointStore:
         return out
 
     def _absolute(self, raw: Path) -> Path:
-        path = Path(raw)
-        if not path.is_absolute():
-            path = self.project_root / path
         # the parent resolved, the final component kept: a symlink is recorded as a symlink
-        return Path(os.path.realpath(path.parent)) / path.name
+        return locate(self.project_root, str(raw), follow_final=False).path
 
     def _record_path(self, path: Path) -> str:
         try:
@@ -234,9 +233,7 @@ class CheckpointStore:
 
 
 def _within(root: Path, target: Path) -> bool:
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(target.parent)
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+    return inside_project(root, str(target), follow_final=False)
 
 
 def _remove(path: Path) -> None:

@@ -7,7 +7,9 @@ is one checkpoint taken and the files written (atomically, one by one). Should a
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import Field
 
@@ -17,7 +19,14 @@ from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.edit import FUZZY_NOTE
 from mermaid_cli.tools.files import checkpoint, path_error
 from mermaid_cli.tools.patch import PatchError, apply_hunks, parse_patch
-from mermaid_cli.tools.paths import PathRefused, ResolvedPath, is_regular, lstat_in, resolve_for_tool
+from mermaid_cli.tools.paths import (
+    PathRefused,
+    ResolvedPath,
+    is_regular,
+    lstat_in,
+    resolve_for_tool,
+    resolve_path,
+)
 
 
 class ApplyPatchArgs(ToolArgs):
@@ -42,6 +51,29 @@ class ApplyPatch(Tool):
     Args = ApplyPatchArgs
     category = "edit"
 
+    def file_targets(self, arguments: dict[str, Any]) -> list[tuple[str, str]]:
+        """Every file the patch touches with its operation, for the gate to judge one by one: an
+        add creates, an update modifies, a delete deletes, a move deletes its source and creates
+        its destination. A patch that does not parse touches nothing (the tool refuses it)."""
+        patch = arguments.get("patch")
+        if not isinstance(patch, str):
+            return []
+        try:
+            ops = parse_patch(patch)
+        except PatchError:
+            return []
+        out: list[tuple[str, str]] = []
+        for op in ops:
+            if op.kind == "add":
+                out.append((op.path, "create"))
+            elif op.kind == "delete":
+                out.append((op.path, "delete"))
+            elif op.move_to is not None and op.move_to != op.path:
+                out += [(op.path, "delete"), (op.move_to, "create")]
+            else:
+                out.append((op.path, "modify"))
+        return out
+
     async def run(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
         try:
             ops = parse_patch(args.patch)
@@ -53,12 +85,18 @@ class ApplyPatch(Tool):
 
         # Every path passes the jail (and any gate, which may await) before the first read, so
         # reads and writes below run without yielding to other tool calls of the same turn.
+        # Each path is checked for the operation the gate judged it for (file_targets).
         resolved_paths: dict[str, ResolvedPath] = {}
         try:
-            for op in ops:
-                for path in (op.path, op.move_to):
-                    if path is not None and path not in resolved_paths:
-                        resolved_paths[path] = await resolve_for_tool(ctx, path, "write")
+            for path, operation in self.file_targets({"patch": args.patch}):
+                resolved = await resolve_for_tool(ctx, path, operation)
+                if operation == "delete" and path not in resolved_paths:
+                    # the gate judged the link itself: a patch never deletes through a symlink
+                    link = resolve_path(ctx.project_root, path, follow_final=False)
+                    st = lstat_in(link)
+                    if st is not None and stat.S_ISLNK(st.st_mode):
+                        raise PathRefused(f"{link.display} is a symbolic link; delete it with delete_file")
+                resolved_paths.setdefault(path, resolved)
         except (PathRefused, OSError) as exc:
             return _prefixed(path_error("patch", exc))
 

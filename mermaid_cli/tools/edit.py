@@ -6,6 +6,8 @@ unchanged; only text that is valid UTF-8 can be matched.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from mermaid_cli.core.types import ToolResult
@@ -71,13 +73,18 @@ class EditFile(Tool):
     Args = EditFileArgs
     category = "edit"
 
+    def file_targets(self, arguments: dict[str, Any]) -> list[tuple[str, str]]:
+        """(path as spelled, operation) for the gate, which resolves and judges it."""
+        path = arguments.get("path")
+        return [(path, "modify")] if isinstance(path, str) else []
+
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         if args.target_content == "":
             return ToolResult.error("target_content is empty; use write_file to create a file")
         if args.target_content == args.replacement_content:
             return ToolResult.error("target_content and replacement_content are identical; nothing to do")
         try:
-            resolved = await resolve_for_tool(ctx, args.path, "write")
+            resolved = await resolve_for_tool(ctx, args.path, "modify")
             data = fileio.read_bytes(resolved, max_bytes=fileio.MAX_EDIT_BYTES)
             if data is None:
                 return ToolResult.error(f"{args.path} does not exist; use write_file to create it")

@@ -12,7 +12,7 @@ import io
 import os
 import stat
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from pydantic import Field
 
@@ -41,6 +41,11 @@ def path_error(path: str, exc: BaseException) -> ToolResult:
     if isinstance(exc, OSError):
         return ToolResult.error(f"{path}: {exc.strerror or exc}")
     raise exc
+
+
+def _one(arguments: dict[str, Any], operation: str) -> list[tuple[str, str]]:
+    path = arguments.get("path")
+    return [(path, operation)] if isinstance(path, str) else []
 
 
 def checkpoint(ctx: ToolContext, resolved: list[ResolvedPath], reason: str) -> None:
@@ -102,6 +107,10 @@ class ReadFile(Tool):
     )
     Args = ReadFileArgs
     category = "read"
+
+    def file_targets(self, arguments: dict[str, Any]) -> list[tuple[str, str]]:
+        """(path as spelled, operation) for the gate, which resolves and judges each."""
+        return _one(arguments, "read")
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         try:
@@ -202,6 +211,9 @@ class WriteFile(Tool):
     Args = WriteFileArgs
     category = "edit"
 
+    def file_targets(self, arguments: dict[str, Any]) -> list[tuple[str, str]]:
+        return _one(arguments, "write")  # the gate tells create from modify
+
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         try:
             resolved = await resolve_for_tool(ctx, args.path, "write")
@@ -230,9 +242,13 @@ class DeleteFile(Tool):
     Args = DeleteFileArgs
     category = "edit"
 
+    def file_targets(self, arguments: dict[str, Any]) -> list[tuple[str, str]]:
+        return _one(arguments, "delete")  # judged on the link itself, not its target
+
     async def run(self, args: DeleteFileArgs, ctx: ToolContext) -> ToolResult:
         try:
-            resolved = await resolve_for_tool(ctx, args.path, "write")
+            # the final component is not followed: a symlink is removed, its target left alone
+            resolved = await resolve_for_tool(ctx, args.path, "delete", follow_final=False)
             existing = lstat_in(resolved)
             if existing is None:
                 return ToolResult.error(f"{args.path} does not exist")
@@ -259,9 +275,12 @@ class CreateDirectory(Tool):
     Args = CreateDirectoryArgs
     category = "edit"
 
+    def file_targets(self, arguments: dict[str, Any]) -> list[tuple[str, str]]:
+        return _one(arguments, "create")
+
     async def run(self, args: CreateDirectoryArgs, ctx: ToolContext) -> ToolResult:
         try:
-            resolved = await resolve_for_tool(ctx, args.path, "write")
+            resolved = await resolve_for_tool(ctx, args.path, "create")
             existing = lstat_in(resolved)
             if existing is not None:
                 if stat.S_ISDIR(existing.st_mode):

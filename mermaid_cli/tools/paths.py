@@ -26,16 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mermaid_cli.security.paths import PathRefused as PathRefused  # the one class, re-exported
+from mermaid_cli.security.paths import locate
+
 if TYPE_CHECKING:
     from mermaid_cli.tools.base import ToolContext
 
 # POSIX only (Linux, macOS): the confined walk needs dir fds, O_DIRECTORY and O_NOFOLLOW.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-class PathRefused(Exception):
-    """A path a tool must not use; the message is written for the model."""
 
 
 @dataclass(frozen=True)
@@ -66,22 +65,17 @@ def is_url(path: str) -> bool:
     return low.startswith("http://") or low.startswith("https://")
 
 
-def resolve_path(root: Path, path: str) -> ResolvedPath:
-    """Resolve `path` (relative to `root`, or absolute) with symlinks followed."""
+def resolve_path(root: Path, path: str, *, follow_final: bool = True) -> ResolvedPath:
+    """Resolve `path` (relative to `root`, or absolute) with symlinks followed, through the one
+    project-membership function (`security.paths.locate`) the gate uses too. `follow_final=False`
+    keeps a final symlink itself (what a delete removes)."""
     if is_url(path):
-        raise PathRefused(f"{path} is a URL, not a file path; use web_fetch to read web pages")
-    if "\x00" in path:
-        raise PathRefused("path contains a NUL byte")
-    if path.strip() == "":
-        raise PathRefused("path is empty")
-    root_real = os.path.realpath(root)
-    target = os.path.realpath(os.path.join(root_real, os.path.expanduser(path)))
-    inside = target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)
-    if inside:
-        rel = os.path.relpath(target, root_real).replace(os.sep, "/")
-    else:
-        rel = target
-    return ResolvedPath(path=Path(target), inside=inside, rel=rel, root=Path(root_real))
+        raise PathRefused(f"{path[:200]} is a URL, not a file path; use web_fetch to read web pages")
+    found = locate(root, path, follow_final=follow_final)
+    root_real = str(found.root)
+    target = str(found.path)
+    rel = os.path.relpath(target, root_real).replace(os.sep, "/") if found.inside else target
+    return ResolvedPath(path=found.path, inside=found.inside, rel=rel, root=found.root)
 
 
 def external_refusal_message(resolved: ResolvedPath) -> str:
@@ -103,9 +97,12 @@ async def check_external(ctx: ToolContext, resolved: ResolvedPath, action: str) 
     return external_refusal_message(resolved)
 
 
-async def resolve_for_tool(ctx: ToolContext, path: str, action: str) -> ResolvedPath:
-    """Resolve and pass the external-access check, or raise PathRefused."""
-    resolved = resolve_path(ctx.project_root, path)
+async def resolve_for_tool(
+    ctx: ToolContext, path: str, action: str, *, follow_final: bool = True
+) -> ResolvedPath:
+    """Resolve and pass the external-access check, or raise PathRefused. `action` is the
+    operation: "read", "create", "modify", "delete" (or "write": create or modify)."""
+    resolved = resolve_path(ctx.project_root, path, follow_final=follow_final)
     refusal = await check_external(ctx, resolved, action)
     if refusal is not None:
         raise PathRefused(refusal)
