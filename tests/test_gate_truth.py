@@ -222,3 +222,23 @@ def test_targets_for_names_resolved_paths_and_operations(project: Path, home: Pa
     assert gate.targets_for(TOOLS["write_file"], {"path": "a.txt", "content": ""}) == [
         {"path": f"{root}/a.txt", "operation": "modify"}
     ]
+
+
+def test_tool_started_shows_the_resolved_files_and_operations(project, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "link").symlink_to(outside)
+    (project / "old.txt").write_text("x\n")
+    patch = "*** Begin Patch\n*** Update File: old.txt\n@@\n-x\n+y\n*** Add File: link/new.txt\n+hi\n*** End Patch\n"
+    script = write_script(
+        project / "s.jsonl",
+        [call("apply_patch", {"patch": patch}, "c1"), call("read_file", {"path": "old.txt"}, "c2"), say("ok")],
+    )
+    out = run_inprocess(["--json", "--safety", "read_only", "--model", f"replay/{script}", "x"], project)
+    started = [e for e in out.events if e["type"] == "tool_started"]
+    root = os.path.realpath(project)
+    assert started[0]["targets"] == [
+        {"path": f"{root}/old.txt", "operation": "modify"},
+        {"path": os.path.realpath(outside / "new.txt"), "operation": "create"},  # through the link
+    ]
+    assert started[1]["targets"] == [{"path": f"{root}/old.txt", "operation": "read"}]

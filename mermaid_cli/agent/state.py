@@ -13,12 +13,19 @@ from mermaid_cli.tools.base import Tool
 class Gate(Protocol):
     async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult: ...
 
+    def targets_for(self, tool: Tool, arguments: dict[str, Any]) -> list[dict[str, str]]:
+        """The resolved files a call touches (for `tool_started.targets`); [] when none."""
+        ...
+
 
 class AllowAllGate:
     """Lets every call through; the policy gate replaces it."""
 
     async def check(self, call_id: str, tool: Tool, args: Any, call: ToolCallBlock) -> GateResult:
         return GateResult(decision=Decision(verdict="allow", by="mode"))
+
+    def targets_for(self, tool: Tool, arguments: dict[str, Any]) -> list[dict[str, str]]:
+        return []
 
 
 @dataclass

@@ -65,7 +65,9 @@ class ToolCalls:
         call_id = f"tool#{self.seq}"
         self.stats.tool_calls += 1
         args_view = self.redact_obj(_cap_args(call.arguments)) if call.arguments is not None else None
-        self.emit(ev.ToolStarted(call_id=call_id, name=call.name, arguments=args_view))
+        self.emit(
+            ev.ToolStarted(call_id=call_id, name=call.name, arguments=args_view, targets=self._targets(call))
+        )
         started = self.monotonic()
         decision: Decision | None = None
         try:
@@ -115,6 +117,17 @@ class ToolCalls:
             )
             raise
         return self._finish(call, call_id, result, decision, started)
+
+    def _targets(self, call: ToolCallBlock) -> list[ev.FileTargetInfo] | None:
+        """What the gate will judge for a file tool's call: its resolved files and operations."""
+        tool = self.registry.get(call.name)
+        if tool is None or not isinstance(call.arguments, dict) or not hasattr(tool, "file_targets"):
+            return None
+        try:
+            found = self.gate.targets_for(tool, call.arguments)
+        except Exception:  # noqa: BLE001 - a report; the gate itself refuses bad paths
+            return None
+        return [ev.FileTargetInfo.model_validate(t) for t in self.redact_obj(found)] or None
 
     async def _execute(self, tool: Tool, args: Any) -> ToolResult:
         if self.tools_ready is not None:

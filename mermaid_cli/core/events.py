@@ -75,11 +75,22 @@ class Reasoning(_Event):
     delta: str
 
 
+class FileTargetInfo(BaseModel):
+    """One file a call touches, as the gate judges it: the resolved absolute path (symlinks,
+    `~` and `..` followed) and the operation."""
+
+    path: str
+    operation: Literal["read", "create", "modify", "delete"]
+
+
 class ToolStarted(_Event):
     type: Literal["tool_started"] = "tool_started"
+    _omit_unset = frozenset({"targets"})
     call_id: str
     name: str = ""
     arguments: dict[str, Any] | None = None
+    #: file tools only: every file the call touches, resolved (symlinks, `~`, `..`)
+    targets: list[FileTargetInfo] | None = None
 
 
 class ToolFinished(_Event):
