@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mermaid_cli.config.loader import Settings
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.types import Decision, GateResult, ToolCallBlock, Usage
 
@@ -31,7 +32,7 @@ Approver = Callable[[str, str, str], Awaitable[str]]
 
 @dataclass
 class PolicyGate:
-    settings: Any  # the run's Settings (safety, web, hooks)
+    settings: Settings  # the run's settings (safety, web, hooks)
     project_root: Path
     emit: Callable[[Any], None]
     interactive: bool = False

@@ -104,16 +104,16 @@ def check_base_url(url: str, where: str) -> str:
     return url.rstrip("/")
 
 
-def _providers(settings: Any) -> Mapping[str, Any]:
+def _providers(settings: Settings) -> Mapping[str, Any]:
     return getattr(settings, "providers", None) or {}
 
 
-def _user_section(settings: Any, provider: str) -> Any:
+def _user_section(settings: Settings, provider: str) -> Any:
     providers = _providers(settings)
     return providers.get(provider) or providers.get(canonical(provider))
 
 
-def _native(settings: Any) -> bool:
+def _native(settings: Settings) -> bool:
     tools = getattr(settings, "tools", None)
     value = getattr(tools, "provider_native", True)
     return bool(value) if value is not None else True
@@ -127,7 +127,7 @@ def missing_key_message(provider: str, env_vars: tuple[str, ...], authoritative:
 
 
 def create_provider(
-    model_id: str, settings: Any, env: Mapping[str, str], *, deadline: float | None = None
+    model_id: str, settings: Settings, env: Mapping[str, str], *, deadline: float | None = None
 ) -> Provider:
     """A Provider for `model_id`. UsageError/ConfigError (exit 2) for a bad id or base URL,
     ProviderError (exit 5) when the key is missing. `deadline` is a time.monotonic() value."""
@@ -189,7 +189,7 @@ def create_provider(
     return OpenAIChatProvider(endpoint)
 
 
-def model_facts(model_id: str, settings: Any) -> ModelFacts:
+def model_facts(model_id: str, settings: Settings) -> ModelFacts:
     """The table's row for `model_id` with the config's `[models]` and `[pricing]` applied."""
     return facts_for(model_id, getattr(settings, "models", None), getattr(settings, "pricing", None))
 
@@ -269,7 +269,7 @@ def resolve_model(
     return ResolvedModel(provider, chosen, facts, secrets=secrets, warnings=warnings)
 
 
-def default_model(settings: Any, env: Mapping[str, str]) -> str:
+def default_model(settings: Settings, env: Mapping[str, str]) -> str:
     """The config's `model`, else the first provider with a key (environment before keyring)."""
     configured = getattr(settings, "model", None)
     if configured:

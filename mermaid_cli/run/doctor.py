@@ -9,9 +9,13 @@ import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mermaid_cli import __version__
+
+if TYPE_CHECKING:
+    from mermaid_cli.config.loader import Settings
+
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -104,7 +108,7 @@ def run_checks(
     return checks
 
 
-def _model_check(settings: Any, env: Mapping[str, str]) -> Check:
+def _model_check(settings: Settings, env: Mapping[str, str]) -> Check:
     from mermaid_cli.core.errors import MermaidError
 
     model = settings.model
@@ -145,7 +149,7 @@ def _model_check(settings: Any, env: Mapping[str, str]) -> Check:
     return Check("model", "ok", f"{model} via {base} (key from {source})")
 
 
-def _mcp_checks(settings: Any, start: bool) -> list[Check]:
+def _mcp_checks(settings: Settings, start: bool) -> list[Check]:
     servers = settings.mcp_servers
     if not servers:
         return [Check("mcp", "ok", "no MCP servers configured")]
@@ -196,7 +200,7 @@ def environ() -> Mapping[str, str]:
     return os.environ
 
 
-def _sandbox_check(settings: Any, env: Mapping[str, str]) -> Check:
+def _sandbox_check(settings: Settings, env: Mapping[str, str]) -> Check:
     """What the kernel supports (DESIGN §4.1) and what each safety mode would get from it."""
     from mermaid_cli.security.sandbox import probe
     from mermaid_cli.security.sandbox.linux import MIN_LANDLOCK_ABI

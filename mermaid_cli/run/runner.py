@@ -736,7 +736,7 @@ class Run:
                 self.out.session.append("state", tasks=store.to_dict())
         self.out.emit(event)
 
-    def _provider(self, settings: Any) -> tuple[Any, Callable[[Any], float | None] | None]:
+    def _provider(self, settings: Settings) -> tuple[Any, Callable[[Any], float | None] | None]:
         from mermaid_cli.providers.resolve import resolve_model
 
         resolved = resolve_model(
