@@ -33,7 +33,10 @@ from mermaid_cli.run.output import Output
 
 if TYPE_CHECKING:  # loaded inside _prepare, off the import path of `mermaid --help`
     from mermaid_cli.config.loader import Settings
+    from mermaid_cli.core.types import Message
     from mermaid_cli.security.sandbox.run import RunSandbox
+    from mermaid_cli.store.sessions import SessionWriter
+    from mermaid_cli.tools.base import ToolContext
 
 FORMATS = ("text", "json", "jsonl", "markdown")
 
@@ -405,10 +408,83 @@ class Run:
     async def _prepare(self) -> None:
         from mermaid_cli.agent.loop import Agent
         from mermaid_cli.agent.state import CompactionPolicy, Limits
-        from mermaid_cli.config import loader as cfg
-        from mermaid_cli.store.sessions import SessionWriter, create_session, latest_session_id, load_session
-        from mermaid_cli.tools.base import ToolContext
 
+        opts, io = self.opts, self.io
+        self._check_options()
+        settings = self._load_settings()
+        history, history_ids, seq = self._load_history()
+
+        if opts.mcp_prompt is None:
+            self.prompt = resolve_prompt(opts.prompt, io)
+
+        provider, price = self._provider(settings)
+        self.model_id = provider.model_id
+        if settings.run.max_cost is not None and price is None:
+            raise UsageError(
+                f"--max-cost needs a price for {self.model_id}, and none is known; set [pricing] for it"
+            )
+
+        # A person can be asked only when both ends are a terminal (never in CI).
+        self.interactive = bool(
+            io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
+        )
+        registry = self._registry(settings)
+        if settings.mcp_servers:
+            await self._start_mcp(settings, registry)
+        if opts.mcp_prompt is not None:
+            self.prompt = await self._mcp_prompt()
+        self.tools = registry.names()
+        self.system_prompt = self._system_prompt(settings)
+
+        writer = self._open_session(seq, resumed=bool(history))
+
+        recorder = None
+        if opts.record:
+            from mermaid_cli.store.recordings import Recorder
+
+            recorded_model = getattr(provider, "recorded_model", None) or self.model_id
+            recorder = Recorder(
+                io.cwd / opts.record, recorded_model, io.clock().isoformat(), redact=self.redact
+            )
+            self.cleanups.append(recorder.close)
+
+        self._start_sandbox(settings)
+        ctx = self._tool_context(settings, writer)
+        self.ctx = ctx
+        comp = settings.compaction
+        ctx.interactive = self.interactive
+        gate = self._gate(settings, provider)
+        ctx.state["external_access"] = gate.external_access
+        self.agent = Agent(
+            provider=provider,
+            registry=registry,
+            ctx=ctx,
+            emit=self.out.emit,
+            system_prompt=self.system_prompt,
+            history=history,
+            limits=Limits(settings.run.max_turns, settings.run.max_tokens, settings.run.max_cost),
+            price=price,
+            on_turn=recorder.record if recorder else None,
+            on_message=writer.append_message,
+            on_compaction=writer.append_compaction,
+            history_ids=history_ids,
+            compaction=CompactionPolicy(
+                auto_enabled=comp.auto_enabled,
+                threshold_percent=comp.auto_threshold_percent,
+                tail_turns=comp.tail_turns,
+                max_recoveries=comp.max_truncation_recoveries,
+                window=comp.context_window or self.model_window,
+            ),
+            note=self.out.note,
+            redact=self.redact,
+            reasoning=settings.reasoning,
+            max_output_tokens=settings.run.max_output_tokens,
+            monotonic=io.monotonic,
+            gate=gate,
+        )
+
+    def _check_options(self) -> None:
+        """Flag combinations and output paths, checked before anything is loaded (exit 2)."""
         opts, io = self.opts, self.io
         if opts.path is not None:
             root = (io.cwd / opts.path).resolve()
@@ -433,6 +509,13 @@ class Run:
             if name:
                 _check_writable(flag, io.cwd / name, make_parents=make_parents)
 
+
+    def _load_settings(self) -> Settings:
+        """Every config layer with the flags on top; then what follows from the settings: the
+        digest, the limits, the redactor and the output schema."""
+        from mermaid_cli.config import loader as cfg
+
+        opts, io = self.opts, self.io
         flags = {
             "model": opts.model,
             "reasoning": opts.reasoning,
@@ -489,7 +572,13 @@ class Run:
 
             self.schema = load_schema(io.cwd / opts.output_schema)
 
-        # Session: resume, continue or new. A missing session is exit 2, never a silent fresh start.
+        return settings
+
+    def _load_history(self) -> tuple[list[Message], list[int], int]:
+        """Resume, continue or new. A missing session is exit 2, never a silent fresh start."""
+        from mermaid_cli.store.sessions import latest_session_id, load_session
+
+        opts = self.opts
         history = []
         history_ids: list[int] = []
         seq = 0
@@ -514,31 +603,17 @@ class Run:
         else:
             self.resumed_state = {}
 
-        if opts.mcp_prompt is None:
-            self.prompt = resolve_prompt(opts.prompt, io)
+        return history, history_ids, seq
 
-        provider, price = self._provider(settings)
-        self.model_id = provider.model_id
-        if settings.run.max_cost is not None and price is None:
-            raise UsageError(
-                f"--max-cost needs a price for {self.model_id}, and none is known; set [pricing] for it"
-            )
+    def _open_session(self, seq: int, *, resumed: bool) -> SessionWriter:
+        """The session file: appended to when resuming, created otherwise (under a private temp dir
+        with --ephemeral)."""
+        from mermaid_cli.store.sessions import SessionWriter, create_session
 
-        # A person can be asked only when both ends are a terminal (never in CI).
-        self.interactive = bool(
-            io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
-        )
-        registry = self._registry(settings)
-        if settings.mcp_servers:
-            await self._start_mcp(settings, registry)
-        if opts.mcp_prompt is not None:
-            self.prompt = await self._mcp_prompt()
-        self.tools = registry.names()
-        self.system_prompt = self._system_prompt(settings)
-
-        resumed = bool(self.session_id)
+        opts, io = self.opts, self.io
+        continuing = bool(self.session_id)
         try:
-            if resumed:
+            if continuing:
                 path = self.project_root / ".mermaid" / "conversations" / f"{self.session_id}.jsonl"
                 writer = SessionWriter(path, seq=seq, redact=self.redact, clock=io.clock)
                 writer.message_count = self.resumed_next_index
@@ -557,7 +632,7 @@ class Run:
         except OSError as exc:
             where = self.project_root / ".mermaid" / "conversations"
             raise UsageError(f"cannot write the session under {where}: {exc.strerror or exc}") from None
-        if not resumed:
+        if not continuing:
             writer.append(
                 "started",
                 session_id=self.session_id,
@@ -565,23 +640,14 @@ class Run:
                 cwd=str(self.project_root),
                 cli_version=__version__,
             )
-        writer.append("run", model=self.model_id, resumed=bool(history), safety_mode=self.safety_mode)
+        writer.append("run", model=self.model_id, resumed=resumed, safety_mode=self.safety_mode)
         self.out.session = writer
         self.cleanups.append(writer.close)
 
-        recorder = None
-        if opts.record:
-            from mermaid_cli.store.recordings import Recorder
+        return writer
 
-            recorded_model = getattr(provider, "recorded_model", None) or self.model_id
-            recorder = Recorder(
-                io.cwd / opts.record, recorded_model, io.clock().isoformat(), redact=self.redact
-            )
-            self.cleanups.append(recorder.close)
-
-        from mermaid_cli.security.childenv import scrubbed_env
+    def _start_sandbox(self, settings: Settings) -> None:
         from mermaid_cli.security.sandbox.run import RunSandbox
-        from mermaid_cli.store.sessions import archive_of
 
         # DESIGN §4.1: built once, before the first model call; exit 2 here when it cannot be had.
         try:
@@ -593,7 +659,7 @@ class Run:
                 project_root=self.project_root,
                 writable_roots=settings.sandbox.writable_roots,
                 readable_roots=settings.sandbox.readable_roots,
-                env=io.env,
+                env=self.io.env,
             )
         except ValueError as exc:
             raise UsageError(f"[sandbox]: {exc}") from None
@@ -602,6 +668,15 @@ class Run:
         if self.run_sandbox.degraded:
             self.pending_errors.append(ev.Error(message=self.run_sandbox.warnings[-1], code="sandbox_degraded"))
         settings.safety.mark_sandboxed(self.run_sandbox.confining)
+
+    def _tool_context(self, settings: Settings, writer: SessionWriter) -> ToolContext:
+        from mermaid_cli.config import loader as cfg
+        from mermaid_cli.security.childenv import scrubbed_env
+        from mermaid_cli.store.sessions import archive_of
+        from mermaid_cli.tools.base import ToolContext
+
+        io, sandbox = self.io, self.run_sandbox
+        assert sandbox is not None  # _start_sandbox ran
         ctx = ToolContext(
             project_root=self.project_root,
             session_id=self.session_id,
@@ -609,8 +684,8 @@ class Run:
             progress=self.out.progress_line,
             emit=self._tool_event,
             interactive=self.interactive,
-            child_env=self.run_sandbox.child_env(scrubbed_env(io.env, settings.exec.env_allow)),
-            sandbox=self.run_sandbox.prepared,
+            child_env=sandbox.child_env(scrubbed_env(io.env, settings.exec.env_allow)),
+            sandbox=sandbox.prepared,
         )
         ctx.user_config_dir = cfg.user_config_dir(io.env)
         ctx.safety_mode = settings.safety.mode
@@ -624,38 +699,7 @@ class Run:
             from mermaid_cli.store.checkpoints import CheckpointStore
 
             ctx.checkpoint = CheckpointStore(cfg.data_dir(io.env), self.project_root, self.session_id)
-        self.ctx = ctx
-        comp = settings.compaction
-        ctx.interactive = self.interactive
-        gate = self._gate(settings, provider)
-        ctx.state["external_access"] = gate.external_access
-        self.agent = Agent(
-            provider=provider,
-            registry=registry,
-            ctx=ctx,
-            emit=self.out.emit,
-            system_prompt=self.system_prompt,
-            history=history,
-            limits=Limits(settings.run.max_turns, settings.run.max_tokens, settings.run.max_cost),
-            price=price,
-            on_turn=recorder.record if recorder else None,
-            on_message=writer.append_message,
-            on_compaction=writer.append_compaction,
-            history_ids=history_ids,
-            compaction=CompactionPolicy(
-                auto_enabled=comp.auto_enabled,
-                threshold_percent=comp.auto_threshold_percent,
-                tail_turns=comp.tail_turns,
-                max_recoveries=comp.max_truncation_recoveries,
-                window=comp.context_window or self.model_window,
-            ),
-            note=self.out.note,
-            redact=self.redact,
-            reasoning=settings.reasoning,
-            max_output_tokens=settings.run.max_output_tokens,
-            monotonic=io.monotonic,
-            gate=gate,
-        )
+        return ctx
 
     def _build_redactor(self) -> Callable[[str], str]:
         from mermaid_cli.security.redact import Redactor
