@@ -165,6 +165,31 @@ def test_no_network_blocks_tcp_to_a_local_listener(repo: Path) -> None:
     assert result.events[0]["sandbox"]["network"] is False
 
 
+@pytest.mark.parametrize("extra", [[], ["--sandbox=off"]])
+def test_full_access_with_no_network_is_enforced_by_the_kernel(repo: Path, tmp_path: Path, extra: list[str]) -> None:
+    # DESIGN §4 step 1: --no-network sandboxes the shell without network in every mode; in
+    # full_access the filesystem stays unrestricted. (--sandbox off turns the kernel part off.)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    outside = tmp_path / "outside.txt"
+    probe_cmd = (
+        f"python3 -c \"import socket\ntry:\n socket.create_connection(('127.0.0.1', {port}), 2); "
+        "print('NET' + '-OPEN')\nexcept OSError as e: print('NET-CLOSED', e)\""
+    )
+    result = _run(repo, [probe_cmd, f"echo hi > {outside}"], "--no-network", "--safety", "full_access", *extra)
+    server.close()
+    text = "\n".join(_outputs(result))
+    assert result.code == 0, result.stderr
+    if extra:
+        assert "NET-OPEN" in text  # proves the probe can fail: without the kernel part it connects
+    else:
+        assert "NET-CLOSED" in text and "NET-OPEN" not in text
+        assert result.events[0]["sandbox"]["mode"] == "full_access+no_network"
+    assert outside.read_text() == "hi\n"
+
+
 @pytest.mark.parametrize("mode", ["auto", "full_access"])
 def test_child_cannot_read_mermaid_environ(repo: Path, mode: str) -> None:
     secret = "sk-ant-MARKERVALUE0123456789"

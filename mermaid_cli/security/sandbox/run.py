@@ -45,6 +45,26 @@ def _paths(raw: list[str], home: Path) -> tuple[Path, ...]:
     return tuple(out)
 
 
+# Capabilities a uid-0 full_access child keeps under the network-only policy: all but those that
+# reach Mermaid's memory or the kernel (as the always-on hardening drops) and the network ones.
+_DROPPED_IN_FULL_ACCESS = {12, 13, 16, 17, 19, 21, 38, 39}  # NET_ADMIN NET_RAW SYS_MODULE SYS_RAWIO SYS_PTRACE SYS_ADMIN PERFMON BPF
+_FULL_ACCESS_CAPS = tuple(c for c in range(41) if c not in _DROPPED_IN_FULL_ACCESS)
+
+
+def network_only(temp_dir: Path) -> SandboxPolicy:
+    """`full_access` with `--no-network`: the filesystem stays unrestricted, but the kernel refuses
+    every socket except Unix ones, so a command the gate let through still cannot reach the network."""
+    root = Path("/")
+    return SandboxPolicy(
+        readable=(root,),
+        writable=(root,),
+        network=False,
+        temp_dir=temp_dir,
+        mode="full_access+no_network",
+        keep_capabilities=_FULL_ACCESS_CAPS,
+    )
+
+
 def policy_mode(safety_mode: str, enforce: str, *, confine_fs: bool) -> Mode | None:
     """The `for_mode` mode a run's children get; None: no Landlock/seccomp policy."""
     if enforce == "off":
@@ -113,6 +133,8 @@ class RunSandbox:
                     sandbox_full_access=True,
                     readable_roots=readable + runtime_read_roots(env.get("PATH", "")),
                 )
+            if policy is None and network_denied and run.tmpdir is not None:
+                policy = network_only(run.tmpdir)  # full_access with --no-network (DESIGN §4 step 1)
             try:
                 run.prepared = prepare(policy, guard=run.guard, support=support)
             except SandboxUnavailable as exc:
