@@ -10,26 +10,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from mermaid_cli.core.protocols import NullSink, TurnSink
 from mermaid_cli.core.types import ModelTurn, TurnRequest
 
-
-class TurnSink(Protocol):
-    def text(self, delta: str) -> None: ...
-
-    def reasoning(self, delta: str) -> None: ...
-
-    def retry(self, message: str, code: str | None = None) -> None: ...
-
-
-class NullSink:
-    def text(self, delta: str) -> None:
-        pass
-
-    def reasoning(self, delta: str) -> None:
-        pass
-
-    def retry(self, message: str, code: str | None = None) -> None:
-        pass
+__all__ = ["NullSink", "Provider", "TurnSink"]
 
 
 class Provider(Protocol):
