@@ -3,12 +3,12 @@ offered in place of our schema and rewritten onto our `computer` tool as calls a
 
 from __future__ import annotations
 
+from mermaid_cli.core.types import ImageData, Message, ToolResultBlock, ToolSpec, TurnRequest
 from mermaid_cli.providers import native_tools as nt
 from mermaid_cli.providers.anthropic import AnthropicProvider
 from mermaid_cli.providers.http import Endpoint
 from mermaid_cli.providers.openai_responses import OpenAIResponsesProvider, _turn_from_output
 from mermaid_cli.tools.computer.tool import ComputerArgs
-from mermaid_cli.core.types import ImageData, Message, ToolResultBlock, ToolSpec, TurnRequest
 
 COMPUTER = ToolSpec(name="computer", description="d", input_schema={"type": "object"}, display=(1430, 804))
 READ = ToolSpec(name="read_file", description="r", input_schema={"type": "object"})

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mermaid_cli.core.types import ToolCallBlock
 from mermaid_cli.tools.base import ToolContext
 from mermaid_cli.tools.computer.geometry import MAX_LONG_EDGE, MAX_PIXELS, Geometry, fit
 from mermaid_cli.tools.computer.tool import EARLIER_FAILED, Computer, ComputerArgs
-from mermaid_cli.core.types import ToolCallBlock
 
 sizes = st.tuples(st.integers(1, 8000), st.integers(1, 8000))
 

@@ -23,9 +23,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
+from mermaid_cli.core.types import ImageData, ToolResult, ToolSpec
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, schema_of
 from mermaid_cli.tools.computer.geometry import Geometry
-from mermaid_cli.core.types import ImageData, ToolResult, ToolSpec
 
 Action = Literal[
     "screenshot",
@@ -433,7 +433,8 @@ class _held:
     """Press `keys` in order on enter and release them in reverse on exit."""
 
     def __init__(self, screen: Any, keys: list[str]) -> None:
-        self.screen, self.keys, self.down = screen, keys, []
+        self.screen, self.keys = screen, keys
+        self.down: list[str] = []
 
     def __enter__(self) -> None:
         for key in self.keys:
