@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -329,15 +328,63 @@ def test_auto_gives_the_reviewer_the_batch_and_the_last_screenshot():
 
 
 def test_the_tool_is_absent_with_its_reason_when_off_or_without_a_screen():
+    from mermaid_cli.config.loader import Settings
     from mermaid_cli.tools.catalog_computer import OFF, computer_tools
 
-    off = SimpleNamespace(tools=SimpleNamespace(computer=False))
-    on = SimpleNamespace(tools=SimpleNamespace(computer=True))
+    off, on = Settings(), Settings()
+    on.tools.computer = True
     assert computer_tools(off, {}) == ([], {"computer": OFF})
     tools, absent = computer_tools(on, {"WAYLAND_DISPLAY": "wayland-0"})
     assert tools == [] and "Wayland" in absent["computer"]
     tools, absent = computer_tools(on, {})
     assert tools == [] and "DISPLAY is not set" in absent["computer"]
+
+
+def test_a_project_config_cannot_turn_the_tool_on(tmp_path, isolated_env):
+    from mermaid_cli.config.loader import load_settings
+
+    project = tmp_path / "p"
+    (project / ".mermaid").mkdir(parents=True)
+    (project / ".mermaid/config.toml").write_text("[tools]\ncomputer = true\n")
+    loaded = load_settings(project_root=project)
+    assert loaded.settings.tools.computer is False
+    assert any("`tools.computer = true` is ignored in a project config" in w for w in loaded.warnings)
+    user = isolated_env / "config" / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("[tools]\ncomputer = true\n")
+    (project / ".mermaid/config.toml").write_text("[tools]\ncomputer = false\n")  # turning it off is fine
+    assert load_settings(project_root=project).settings.tools.computer is False
+    (project / ".mermaid/config.toml").unlink()
+    assert load_settings(project_root=project).settings.tools.computer is True
+
+
+def test_the_tool_registry_is_not_taken_from_the_spec_cache_when_the_tool_is_on(tmp_path):
+    from mermaid_cli.config.loader import Settings
+    from mermaid_cli.run.assemble import cached_registry
+    from mermaid_cli.tools import spec_cache
+
+    env = {"MERMAID_DATA_DIR": str(tmp_path / "data"), "WAYLAND_DISPLAY": "wayland-0"}
+    on = Settings()
+    on.tools.computer = True
+    first = cached_registry(on, env, interactive=False)
+    second = cached_registry(on, env, interactive=False)
+    assert not isinstance(second, spec_cache.CachedRegistry)
+    assert "Wayland" in first.absent["computer"] and "Wayland" in second.absent["computer"]
+    assert not (tmp_path / "data" / "cache" / "tool-specs").exists() or not any(
+        (tmp_path / "data" / "cache" / "tool-specs").iterdir()
+    )
+
+
+def test_doctor_reports_the_screen():
+    from mermaid_cli.config.loader import Settings
+    from mermaid_cli.tools.catalog_computer import computer_status
+
+    on = Settings()
+    on.tools.computer = True
+    usable, line = computer_status(Settings(), {})  # off: no screen is only worth a note
+    assert usable and "DISPLAY is not set" in line and "the tool is off" in line
+    usable, line = computer_status(on, {})
+    assert not usable and line.startswith("computer: ") and "DISPLAY" in line
 
 
 def test_help_does_not_import_the_screen_stack():
