@@ -279,7 +279,9 @@ class PolicyGate:
             )
         return outcome
 
-    async def _review(self, outcome: PolicyOutcome, request: ActionRequest, tool: Any = None) -> PolicyOutcome:
+    async def _review(
+        self, outcome: PolicyOutcome, request: ActionRequest, tool: Any = None
+    ) -> PolicyOutcome:
         from mermaid_cli.policy.engine import resolve_review
         from mermaid_cli.policy.reviewer import review
 
