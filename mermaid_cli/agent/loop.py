@@ -21,6 +21,7 @@ from mermaid_cli.core.types import (
     ModelTurn,
     ReasoningBlock,
     TextBlock,
+    ToolCallBlock,
     ToolResultBlock,
     TurnRequest,
     Usage,
@@ -95,6 +96,7 @@ class Agent:
             redact=redact,
             monotonic=monotonic,
         )
+        self._message_seq = 0
 
     # -- conversation -------------------------------------------------------------------------
     def _commit(self, message: Message) -> None:
@@ -148,8 +150,32 @@ class Agent:
                 self.stats.reasoning = "\n\n".join(thoughts) if thoughts else None
                 return self.stats
             continued = []
-            results = await asyncio.gather(*(self.calls.run(call) for call in calls))
+            results = await self._run_calls(calls)
             self._commit(Message(role="user", content=tuple(results)))
+
+    async def _run_calls(self, calls: list[ToolCallBlock]) -> list[ToolResultBlock]:
+        """The calls of one model message, concurrently, except that the calls of a `sequential`
+        tool (the computer) run one after another in the order the model wrote them. The gate and
+        the tools learn where a message starts (`begin_message`, `ctx.message_seq`)."""
+        self._message_seq += 1
+        self.ctx.message_seq = self._message_seq
+        begin = getattr(self.gate, "begin_message", None)  # the policy gate batches decisions
+        if begin is not None:
+            begin(calls)
+        ordered = [i for i, c in enumerate(calls) if getattr(self.registry.get(c.name), "sequential", False)]
+        if len(ordered) < 2:
+            return list(await asyncio.gather(*(self.calls.run(call) for call in calls)))
+        results: list[ToolResultBlock | None] = [None] * len(calls)
+
+        async def one(i: int) -> None:
+            results[i] = await self.calls.run(calls[i])
+
+        async def in_order() -> None:
+            for i in ordered:
+                await one(i)
+
+        await asyncio.gather(in_order(), *(one(i) for i in range(len(calls)) if i not in ordered))
+        return [r for r in results if r is not None]
 
     async def extra_turn(self, prompt: str, *, response_schema: dict[str, Any] | None = None) -> ModelTurn:
         """One more model call with no tools (the --output-schema formatting turn)."""

@@ -236,6 +236,12 @@ def _clamp_project(
             f"{source}: `verify.commands` is ignored in a project config (commands it names would run; "
             "pass --verify or set it in your user config)"
         )
+    tools = data.get("tools")
+    if isinstance(tools, dict) and tools.get("computer") is True:
+        del tools["computer"]  # a pull request must not turn on screenshots sent to the provider
+        warnings.append(
+            f"{source}: `tools.computer = true` is ignored in a project config (set it in your user config)"
+        )
     if below is not None:
         _clamp_numbers(data, below, (), source, warnings)
     safety = data.get("safety")

@@ -122,11 +122,13 @@ class Message(_Frozen):
 
 
 class ToolSpec(_Frozen):
-    """What the model is told about a tool."""
+    """What the model is told about a tool. `display`: the screenshot size (width, height) of a
+    screen tool, for provider-native computer-use definitions that declare it."""
 
     name: str
     description: str
     input_schema: dict[str, Any]
+    display: tuple[int, int] | None = None
 
 
 class TurnRequest(_Frozen):

@@ -19,7 +19,7 @@ property:
 6. the mode matrix; then the floors (`external_writes`, `system_installs`) that even
    `full_access` keeps;
 7. resolution: `ask` with no TTY is blocked (`blocked=True`, the run ends exit 3) unless
-   `allow_untrusted` and the call is web, MCP, a subagent or an outside read.
+   `allow_untrusted` and the call is web, MCP, a subagent, the computer's input or an outside read.
 
 `classify` means "ask the auto reviewer": the caller calls `policy.reviewer.review` and then
 `resolve_review(...)`, which turns an escalation into an `ask` (TTY) or a block (headless).
@@ -57,7 +57,7 @@ By = Literal["mode", "rule", "hook", "classifier", "user", "headless", "hard_den
 
 READ_TOOLS = frozenset({"read_file", "glob", "grep", "list_files", "list_directory", "ls", "view"})
 #: calls `--allow-untrusted-tools` lets through a headless ask
-UNTRUSTED_TOOL_CATEGORIES = frozenset({"web", "mcp", "subagent"})
+UNTRUSTED_TOOL_CATEGORIES = frozenset({"web", "mcp", "subagent", "computer"})
 
 _CATEGORY_RISK: dict[str, Risk] = {
     "read": "read_only",
@@ -70,6 +70,8 @@ _CATEGORY_RISK: dict[str, Risk] = {
     "memory": "low_mutation",
     "session": "read_only",
     "external_directory": "external_access",
+    #: mouse and keyboard input of the `computer` tool (its screenshots are category `read`)
+    "computer": "external_access",
 }
 
 _VERDICT_SEVERITY = {"allow": 0, "classify": 1, "ask": 2, "deny": 3}
@@ -163,7 +165,14 @@ def classify_request(
             (shell.risk if request.category == "shell" else worst(risk, shell.risk)),
             shell.hard_deny_rule,
         )
-    if request.outside and request.category not in ("web", "mcp", "subagent", "memory", "session"):
+    if request.outside and request.category not in (
+        "web",
+        "mcp",
+        "subagent",
+        "memory",
+        "session",
+        "computer",
+    ):
         risk = worst(risk, "external_access")
     if request.category in ("edit", "external_directory") and hard is None and request.tool not in READ_TOOLS:
         for ref in request.paths:
@@ -529,7 +538,7 @@ def resolve_user(outcome: PolicyOutcome, *, approved: bool) -> PolicyOutcome:
 
 
 def untrusted_kind(request: ActionRequest) -> bool:
-    """Web, MCP, subagent and outside-read calls: what --allow-untrusted-tools lets through."""
+    """Web, MCP, subagent, computer-input and outside-read calls: what --allow-untrusted-tools lets through."""
     if request.category in UNTRUSTED_TOOL_CATEGORIES:
         return True
     if request.category == "read" or (
@@ -586,6 +595,9 @@ def _read_only_permits(request: ActionRequest, risk: Risk) -> bool:
 
 
 def _read_only_reason(request: ActionRequest, risk: Risk) -> str:
+    """The deny message of read_only (steps 4 and 6): what the mode blocks, in the call's terms."""
+    if request.category == "computer":
+        return "read-only safety mode blocks mouse and keyboard input (screenshots still work)"
     what = {
         "network": "network access",
         "process": "running programs",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,15 @@ MAX_HOOK_ROUNDS = 3
 
 # answer of a person: "once", "always" (this session), or "no"
 Approver = Callable[[str, str, str], Awaitable[str]]
+
+
+@dataclass
+class _Batch:
+    """The shared decision of one model message's batched calls (decided by the first to ask)."""
+
+    summary: str
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    outcome: PolicyOutcome | None = None
 
 
 @dataclass
@@ -50,13 +59,15 @@ class PolicyGate:
     #: external-access check consults it
     allowed_outside: set[tuple[str, str]] = field(default_factory=set)
     _prompt_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _message_calls: tuple[ToolCallBlock, ...] = ()
+    _batches: dict[tuple[str, str], _Batch] = field(default_factory=dict)
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult).
 
         A file tool's targets are resolved first and each (path, operation) is judged on its own;
         the worst verdict decides the call (a patch is judged file by file)."""
-        from mermaid_cli.policy.engine import before_hooks, evaluate
+        from mermaid_cli.policy.engine import before_hooks
         from mermaid_cli.security.paths import PathRefused
 
         policy = self.settings.safety
@@ -105,6 +116,38 @@ class PolicyGate:
                     message=f"{tool.name} was not run: a hook rewrote it into invalid arguments",
                 )
             arguments = hook.updated_input
+        batch = self._batch_for(tool, arguments, call, hook)
+        if batch is not None:  # one decision for all of this tool's gated calls in the message
+            from dataclasses import replace
+
+            request = replace(request, summary=batch.summary)
+            async with batch.lock:
+                if batch.outcome is None:
+                    batch.outcome = await self._decide(call_id, tool, arguments, request, targets, hook)
+            outcome = batch.outcome
+        else:
+            outcome = await self._decide(call_id, tool, arguments, request, targets, hook)
+        if outcome.verdict == "allow":
+            self._grant(request, targets)
+            context = "\n\n".join(contexts) or None
+            return GateResult(decision=outcome.decision(), args=new_args, context=context)
+        return self._deny(outcome, request)
+
+    async def _decide(
+        self,
+        call_id: str,
+        tool: Any,
+        arguments: dict[str, Any],
+        request: ActionRequest,
+        targets: list[FileTarget],
+        hook: Any,
+    ) -> PolicyOutcome:
+        """Rules, mode and floors per target (the worst decides), then the reviewer or a person:
+        the outcome for `request`."""
+        from mermaid_cli.policy.engine import evaluate
+
+        policy = self.settings.safety
+        root = self._root()
         outcome: PolicyOutcome | None = None
         worst_op = "call"
         parts = _per_target(request, targets)
@@ -125,7 +168,7 @@ class PolicyGate:
         assert outcome is not None  # _per_target yields at least the request itself
         outcome = self._soften(outcome, tool, arguments)
         if outcome.verdict == "classify":
-            outcome = await self._review(outcome, request)
+            outcome = await self._review(outcome, request, tool)
         if outcome.verdict == "ask":
             outcome = await self._ask_person(call_id, tool, outcome, request, worst_op)
         if outcome.blocked:
@@ -134,11 +177,39 @@ class PolicyGate:
                     call_id=call_id, tool=tool.name, risk=outcome.risk, prompt=self._prompt(tool, request)
                 )
             )
-        if outcome.verdict == "allow":
-            self._grant(request, targets)
-            context = "\n\n".join(contexts) or None
-            return GateResult(decision=outcome.decision(), args=new_args, context=context)
-        return self._deny(outcome, request)
+        return outcome
+
+    # -- one decision per model message for batched tools (the computer's input actions) -------
+    def begin_message(self, calls: Sequence[ToolCallBlock]) -> None:
+        """The calls of one model message, before any runs. A tool with `batch_summary` gets one
+        decision for all its calls of the message that share a gated category: the summary
+        lists them all, so `ask` shows the batch in one prompt and the reviewer judges it whole."""
+        self._message_calls = tuple(calls)
+        self._batches = {}
+
+    def _batch_for(
+        self, tool: Any, arguments: dict[str, Any], call: ToolCallBlock, hook: Any
+    ) -> _Batch | None:
+        summarize = getattr(tool, "batch_summary", None)
+        if summarize is None or (hook is not None and hook.decision is not None):
+            return None  # a hook's opinion is about one call: that call is decided alone
+        category = tool.category_for(arguments)
+        if category == "read":
+            return None
+        if not any(c.id == call.id for c in self._message_calls):
+            return _Batch(summary=summarize([arguments]))  # not announced by begin_message: alone
+        key = (call.name, category)
+        batch = self._batches.get(key)
+        if batch is None:
+            members = [
+                c.arguments
+                for c in self._message_calls
+                if c.name == call.name
+                and c.arguments is not None
+                and tool.category_for(c.arguments) == category
+            ]
+            batch = self._batches[key] = _Batch(summary=summarize(members))
+        return batch
 
     def targets_for(self, tool: Any, arguments: dict[str, Any]) -> list[dict[str, str]]:
         """`[{"path": resolved, "operation": ...}]` of a file tool's call, for an event that should
@@ -209,7 +280,9 @@ class PolicyGate:
             )
         return outcome
 
-    async def _review(self, outcome: PolicyOutcome, request: ActionRequest) -> PolicyOutcome:
+    async def _review(
+        self, outcome: PolicyOutcome, request: ActionRequest, tool: Any = None
+    ) -> PolicyOutcome:
         from mermaid_cli.policy.engine import resolve_review
         from mermaid_cli.policy.reviewer import review
 
@@ -222,6 +295,8 @@ class PolicyGate:
                 action=request.summary or request.label,
                 cwd=str(self.project_root),
                 redact=self.redact,
+                # the computer's last screenshot: the reviewer sees what the input would act on
+                images=tuple(getattr(tool, "review_images", tuple)()),
             )
             if verdict.usage is not None:
                 self.on_usage(verdict.usage)

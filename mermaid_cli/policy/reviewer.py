@@ -14,7 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mermaid_cli.core.protocols import ModelTurnProvider, NullSink
-from mermaid_cli.core.types import Message, ReasoningBlock, TurnRequest, Usage
+from mermaid_cli.core.types import (
+    ImageBlock,
+    ImageData,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    TurnRequest,
+    Usage,
+)
 
 REASON_LIMIT = 160
 MAX_FIELD_CHARS = 8_000
@@ -130,7 +138,14 @@ def _clip(text: str, limit: int = MAX_FIELD_CHARS) -> str:
     return f"{text[:half]}\n[… {len(text) - limit} characters omitted …]\n{text[-half:]}"
 
 
-def build_request(user_request: str, action: str, cwd: str, *, max_output_tokens: int = 2048) -> TurnRequest:
+def build_request(
+    user_request: str,
+    action: str,
+    cwd: str,
+    *,
+    max_output_tokens: int = 2048,
+    images: tuple[ImageData, ...] = (),
+) -> TurnRequest:
     body = (
         "The user's request:\n"
         "--- BEGIN USER REQUEST ---\n"
@@ -143,9 +158,15 @@ def build_request(user_request: str, action: str, cwd: str, *, max_output_tokens
         "--- END UNTRUSTED ACTION ---\n\n"
         "Reply with one line: ALLOW or ESCALATE: <short reason>"
     )
+    message = Message.user_text(body)
+    if images:
+        shown = (TextBlock(text="The screen the action would act on (the last screenshot):"),)
+        message = Message(
+            role="user", content=(*message.content, *shown, *(ImageBlock(image=i) for i in images))
+        )
     return TurnRequest(
         system=SYSTEM_PROMPT,
-        messages=(Message.user_text(body),),
+        messages=(message,),
         tools=(),
         max_output_tokens=max_output_tokens,
     )
@@ -159,8 +180,11 @@ async def review(
     cwd: str,
     timeout: float = 30.0,
     redact: Callable[[str], str] | None = None,
+    images: tuple[ImageData, ...] = (),
 ) -> ReviewVerdict:
-    """Ask the reviewer model about `action`. Never raises for a model failure: it escalates."""
+    """Ask the reviewer model about `action`. Never raises for a model failure: it escalates.
+    `images` (the computer tool's last screenshot) go beside the action, so the reviewer sees
+    what the input would act on; its model must accept pictures."""
     marker = injection_marker(action)
     if marker is not None:
         return ReviewVerdict(
@@ -168,7 +192,7 @@ async def review(
         )
     if redact is not None:
         user_request, action = redact(user_request), redact(action)
-    request = build_request(user_request, action, cwd)
+    request = build_request(user_request, action, cwd, images=images)
     try:
         turn = await asyncio.wait_for(provider.turn(request, NullSink()), timeout)
     except TimeoutError:

@@ -65,12 +65,15 @@ class AnthropicProvider:
         self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
         #: set when the API rejected the native tool definitions; ours are sent from then on
         self.native_rejected = False
+        #: the `anthropic-beta` value the last request's native tools need (the computer tool)
+        self._beta: str | None = None
 
     # --- request ----------------------------------------------------------------------------
 
     def build_body(self, request: TurnRequest, *, native: bool | None = None) -> dict[str, Any]:
         use_native = self.endpoint.native_tools and not self.native_rejected if native is None else native
-        specs, natives = native_tools.anthropic_tools(request.tools, use_native)
+        specs, natives = native_tools.anthropic_tools(request.tools, use_native, self.endpoint.model)
+        self._beta = native_tools.anthropic_beta(natives)
         tools: list[dict[str, Any]] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in specs
         ]
@@ -149,6 +152,10 @@ class AnthropicProvider:
         if self.endpoint.api_key:
             headers["x-api-key"] = self.endpoint.api_key
         headers.update(dict(self.endpoint.extra_headers))
+        beta = self._beta  # the native computer tool is a beta
+        if beta:
+            given = headers.get("anthropic-beta")
+            headers["anthropic-beta"] = f"{given},{beta}" if given and beta not in given else (given or beta)
         return headers
 
     @property

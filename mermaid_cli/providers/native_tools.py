@@ -7,6 +7,8 @@ Models are trained on their vendor's own tools, so with `[tools] provider_native
   request), and `bash` (`bash_20250124`) beside `execute_command` (which keeps its timeout and
   background mode; offered when `execute_command` is in the request).
 - OpenAI Responses gets OpenAI's `apply_patch` tool in place of our `apply_patch` schema.
+- With `[tools] computer`, Claude gets Anthropic's computer tool and OpenAI models OpenAI's
+  `computer` tool in place of our `computer` schema (see the section at the end).
 
 Each native call is rewritten onto our tool before the ModelTurn leaves the provider, so the
 policy gate, checkpoints and approvals see the tool they always see. `ToolCallBlock.native` keeps
@@ -44,13 +46,17 @@ BASH_TIMEOUT = 600
 _EDITOR_REPLACES = ("read_file", "write_file", "edit_file")
 
 
-def anthropic_tools(tools: tuple[ToolSpec, ...], native: bool) -> tuple[list[ToolSpec], list[dict[str, Any]]]:
+def anthropic_tools(
+    tools: tuple[ToolSpec, ...], native: bool, model: str = ""
+) -> tuple[list[ToolSpec], list[dict[str, Any]]]:
     """(our specs still offered, native tool definitions) for one Anthropic request."""
     names = {t.name for t in tools}
     if not native:
         return list(tools), []
     natives: list[dict[str, Any]] = []
-    kept = list(tools)
+    kept, computer = anthropic_computer(list(tools), model)
+    if computer is not None:
+        natives.append(computer)
     if all(n in names for n in _EDITOR_REPLACES):
         kept = [t for t in kept if t.name not in _EDITOR_REPLACES]
         natives.append({"type": TEXT_EDITOR_TYPE, "name": TEXT_EDITOR_NAME})
@@ -139,9 +145,14 @@ OPENAI_APPLY_PATCH = {"type": "apply_patch"}
 
 
 def openai_tools(tools: tuple[ToolSpec, ...], native: bool) -> tuple[list[ToolSpec], list[dict[str, Any]]]:
-    if native and any(t.name == "apply_patch" for t in tools):
-        return [t for t in tools if t.name != "apply_patch"], [dict(OPENAI_APPLY_PATCH)]
-    return list(tools), []
+    if not native:
+        return list(tools), []
+    kept, computer = openai_computer(list(tools))
+    natives = [computer] if computer is not None else []
+    if any(t.name == "apply_patch" for t in kept):
+        kept = [t for t in kept if t.name != "apply_patch"]
+        natives.append(dict(OPENAI_APPLY_PATCH))
+    return kept, natives
 
 
 def rewrite_openai_apply_patch(item: dict[str, Any]) -> ToolCallBlock:
@@ -190,3 +201,157 @@ def rejected_natives(exc: ProviderError, offered: list[dict[str, Any]]) -> bool:
     message = exc.message.lower()
     types = {str(t.get("type", "")).lower() for t in offered if t.get("type") not in (None, "function")}
     return any(t and t in message for t in types)
+
+
+# --- the computer tool ----------------------------------------------------------------------------
+#
+# Claude gets Anthropic's computer tool, sized to our screenshots; its calls already have the
+# shape of our `computer` arguments (same name, same fields), so they need no rewrite. OpenAI
+# models get OpenAI's `computer` tool: one `computer_call` carries several actions, rewritten onto
+# one `computer` call whose hidden `actions` run in order before a closing screenshot, with the
+# call's `pending_safety_checks` as `warnings` for the gate; the answer is a
+# `computer_call_output` carrying that screenshot.
+
+COMPUTER_NAME = "computer"
+COMPUTER_TYPE = "computer_20250124"
+COMPUTER_BETA = "computer-use-2025-01-24"
+#: the version with `zoom` (Claude Opus 4.5 and the 4.6+ models)
+COMPUTER_ZOOM_TYPE = "computer_20251124"
+COMPUTER_ZOOM_BETA = "computer-use-2025-11-24"
+OPENAI_COMPUTER = {"type": "computer"}
+#: pixels of an OpenAI scroll per wheel click
+SCROLL_STEP_PX = 100
+
+
+def _zoom_model(model: str) -> bool:
+    import re
+
+    match = re.search(r"claude-(opus|sonnet|haiku)-(\d+)-(\d+)", model)
+    if match is None:
+        return False
+    family, version = match.group(1), (int(match.group(2)), int(match.group(3)))
+    return version >= (4, 6) or (family == "opus" and version >= (4, 5))
+
+
+def anthropic_computer(tools: list[ToolSpec], model: str) -> tuple[list[ToolSpec], dict[str, Any] | None]:
+    """(the specs without ours, Anthropic's computer tool) when our `computer` is offered."""
+    spec = next((t for t in tools if t.name == COMPUTER_NAME and t.display is not None), None)
+    if spec is None or spec.display is None:
+        return tools, None
+    width, height = spec.display
+    native: dict[str, Any] = {
+        "type": COMPUTER_TYPE,
+        "name": COMPUTER_NAME,
+        "display_width_px": width,
+        "display_height_px": height,
+    }
+    if _zoom_model(model):
+        native.update(type=COMPUTER_ZOOM_TYPE, enable_zoom=True)
+    return [t for t in tools if t.name != COMPUTER_NAME], native
+
+
+def anthropic_beta(natives: list[dict[str, Any]]) -> str | None:
+    """The `anthropic-beta` value the offered native tools need (the computer tool is a beta)."""
+    types = {n.get("type") for n in natives}
+    if COMPUTER_ZOOM_TYPE in types:
+        return COMPUTER_ZOOM_BETA
+    if COMPUTER_TYPE in types:
+        return COMPUTER_BETA
+    return None
+
+
+def openai_computer(tools: list[ToolSpec]) -> tuple[list[ToolSpec], dict[str, Any] | None]:
+    if any(t.name == COMPUTER_NAME for t in tools):
+        return [t for t in tools if t.name != COMPUTER_NAME], dict(OPENAI_COMPUTER)
+    return tools, None
+
+
+def rewrite_openai_computer(item: dict[str, Any]) -> ToolCallBlock:
+    """Our `computer` call for a `computer_call` item (batched `actions`, or the older single
+    `action`), the item kept as native."""
+    call_id = str(item.get("call_id") or item.get("id") or "")
+    raw = item.get("actions")
+    if not isinstance(raw, list):
+        raw = [item["action"]] if isinstance(item.get("action"), dict) else []
+    actions = [a for a in (_openai_action(r) for r in raw if isinstance(r, dict)) if a is not None]
+    warnings = [
+        str(c.get("message") or c.get("code") or c.get("id"))
+        for c in item.get("pending_safety_checks") or []
+        if isinstance(c, dict)
+    ]
+    arguments: dict[str, Any] = {"action": "screenshot"}
+    if actions:
+        arguments["actions"] = actions
+    if warnings:
+        arguments["warnings"] = warnings
+    return ToolCallBlock(
+        id=call_id, name=COMPUTER_NAME, arguments=arguments, native={"provider": "openai", "item": item}
+    )
+
+
+def _xy(action: dict[str, Any]) -> list[int]:
+    return [int(action.get("x") or 0), int(action.get("y") or 0)]
+
+
+def _openai_action(action: dict[str, Any]) -> dict[str, Any] | None:
+    kind = action.get("type")
+    if kind == "screenshot":
+        return None  # the call ends with one anyway
+    if kind == "click":
+        button = action.get("button") or "left"
+        if button in ("back", "forward"):
+            return {"action": "key", "text": "XF86Back" if button == "back" else "XF86Forward"}
+        name = {"left": "left_click", "right": "right_click", "wheel": "middle_click"}.get(
+            button, "left_click"
+        )
+        return {"action": name, "coordinate": _xy(action)}
+    if kind == "double_click":
+        return {"action": "double_click", "coordinate": _xy(action)}
+    if kind == "move":
+        return {"action": "mouse_move", "coordinate": _xy(action)}
+    if kind == "drag":
+        path = [p for p in action.get("path") or [] if isinstance(p, dict)]
+        if len(path) < 2:
+            return {"action": "left_click_drag"}  # fails with "needs start_coordinate and coordinate"
+        return {"action": "left_click_drag", "start_coordinate": _xy(path[0]), "coordinate": _xy(path[-1])}
+    if kind == "scroll":
+        sx, sy = int(action.get("scroll_x") or 0), int(action.get("scroll_y") or 0)
+        vertical = abs(sy) >= abs(sx)
+        amount = abs(sy if vertical else sx)
+        direction = ("down" if sy > 0 else "up") if vertical else ("right" if sx > 0 else "left")
+        return {
+            "action": "scroll",
+            "coordinate": _xy(action),
+            "scroll_direction": direction,
+            "scroll_amount": max(1, min(50, round(amount / SCROLL_STEP_PX))),
+        }
+    if kind == "type":
+        return {"action": "type", "text": str(action.get("text") or "")}
+    if kind == "keypress":
+        keys = [str(k) for k in action.get("keys") or []]
+        return {"action": "key", "text": "+".join(keys)}
+    if kind == "wait":
+        return {"action": "wait", "duration": 1.0}
+    return {"action": str(kind)}  # not ours: the call fails validation with the action named
+
+
+def openai_computer_input(item: dict[str, Any]) -> dict[str, Any]:
+    """The `computer_call` item as it goes back in history."""
+    keep = ("type", "id", "call_id", "actions", "action", "pending_safety_checks", "status")
+    out = {k: item[k] for k in keep if k in item and item[k] is not None}
+    out["status"] = "completed"
+    return out
+
+
+def openai_computer_output(item: dict[str, Any], call_id: str, image_url: str | None) -> dict[str, Any]:
+    """The `computer_call_output` answering a call: the screenshot after its actions; the safety
+    checks it carried are acknowledged (the gate showed them before the call ran)."""
+    out: dict[str, Any] = {
+        "type": "computer_call_output",
+        "call_id": call_id,
+        "output": {"type": "computer_screenshot", "image_url": image_url or ""},
+    }
+    checks = [c for c in item.get("pending_safety_checks") or [] if isinstance(c, dict)]
+    if checks:
+        out["acknowledged_safety_checks"] = checks
+    return out

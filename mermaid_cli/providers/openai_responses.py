@@ -94,13 +94,16 @@ class OpenAIResponsesProvider:
                     "strict": False,
                 }
             }
-        # Native apply_patch calls go back as written only while the native tool is offered.
-        patch_calls = {
-            b.id
-            for m in request.messages
-            for b in m.content
-            if natives and isinstance(b, ToolCallBlock) and native_tools.openai_native_item(b)
-        }
+        # Native calls (apply_patch, computer) go back as written only while their tool is offered.
+        offered = {str(n.get("type")) for n in natives}
+        patch_calls: dict[str, dict[str, Any]] = {}
+        for m in request.messages:
+            for b in m.content:
+                if not isinstance(b, ToolCallBlock):
+                    continue
+                item = native_tools.openai_native_item(b)
+                if item is not None and _NATIVE_KINDS.get(str(item.get("type"))) in offered:
+                    patch_calls[b.id] = item
         items: list[dict[str, Any]] = []
         for message in request.messages:
             items.extend(
@@ -111,7 +114,7 @@ class OpenAIResponsesProvider:
         body["input"] = items
         return body
 
-    def _items(self, message: Message, patch_calls: set[str]) -> list[dict[str, Any]]:
+    def _items(self, message: Message, patch_calls: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         for block in message.content:
             if isinstance(block, TextBlock) and block.text:
@@ -123,8 +126,10 @@ class OpenAIResponsesProvider:
             ):
                 items.append(_reasoning_input(block.item))
             elif isinstance(block, ToolCallBlock):
-                native = native_tools.openai_native_item(block) if block.id in patch_calls else None
-                if native is not None:
+                native = patch_calls.get(block.id)
+                if native is not None and native.get("type") == "computer_call":
+                    items.append(native_tools.openai_computer_input(native))
+                elif native is not None:
                     items.append(_apply_patch_input(native))
                 else:
                     raw = (
@@ -220,11 +225,26 @@ def reasoning_params(facts: ModelFacts, level: str | None, max_output: int | Non
     return out
 
 
-def _user_items(blocks: tuple[Block, ...], patch_calls: set[str]) -> list[dict[str, Any]]:
+#: native output item type -> the tool type that offers it
+_NATIVE_KINDS = {"apply_patch_call": "apply_patch", "computer_call": "computer"}
+#: a 1x1 PNG, for a computer call that ended without a screenshot (the API wants one)
+_BLANK_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+
+
+def _user_items(blocks: tuple[Block, ...], patch_calls: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     for block in blocks:
-        if isinstance(block, ToolResultBlock):
+        computer = patch_calls.get(block.call_id) if isinstance(block, ToolResultBlock) else None
+        if isinstance(block, ToolResultBlock) and computer and computer.get("type") == "computer_call":
+            shot = block.images[0] if block.images else None
+            url = data_url(shot.media_type, shot.data) if shot else data_url("image/png", _BLANK_PNG)
+            items.append(native_tools.openai_computer_output(computer, block.call_id, url))
+            if block.is_error or shot is None:  # the output item has no room for words
+                parts.append(
+                    {"type": "input_text", "text": f"computer call {block.call_id}: {block.content}"}
+                )
+        elif isinstance(block, ToolResultBlock):
             items.append(_tool_output(block, block.call_id in patch_calls))
             parts.extend(
                 {"type": "input_image", "image_url": data_url(i.media_type, i.data), "detail": "auto"}
@@ -296,6 +316,8 @@ def _block_from_item(item: dict[str, Any]) -> Block | None:
         )
     if itype == "apply_patch_call":
         return native_tools.rewrite_openai_apply_patch(item)
+    if itype == "computer_call":
+        return native_tools.rewrite_openai_computer(item)
     return None
 
 

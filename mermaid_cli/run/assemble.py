@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
     """The built-in tools a run offers under `settings` (MCP tools join once servers start)."""
     from mermaid_cli.tools.base import ToolRegistry
+    from mermaid_cli.tools.catalog_computer import computer_tools
     from mermaid_cli.tools.catalog_files import file_tools
     from mermaid_cli.tools.catalog_longrun import longrun_tools
     from mermaid_cli.tools.catalog_shell import shell_tools
@@ -36,7 +37,9 @@ def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: b
     tools = [*file_tools(), *shell_tools()]
     tools += web_tools(settings, env, network_allowed=network)
     tools += longrun_tools(interactive=interactive, memory_enabled=settings.memory.enabled)
-    return ToolRegistry(tools, absent=omitted_web_tools(settings, env, network_allowed=network))
+    absent = omitted_web_tools(settings, env, network_allowed=network)
+    screen_tools, screen_absent = computer_tools(settings, env)
+    return ToolRegistry([*tools, *screen_tools], absent={**absent, **screen_absent})
 
 
 def cached_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
@@ -48,6 +51,8 @@ def cached_registry(settings: Settings, env: Mapping[str, str], *, interactive: 
     def build() -> ToolRegistry:
         return build_registry(settings, env, interactive=interactive)
 
+    if settings.tools.computer:
+        return build()  # its spec carries the size of the screen it found: never cached
     try:
         key = spec_cache.cache_key(settings, env, interactive=interactive)
     except OSError:

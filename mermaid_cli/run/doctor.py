@@ -77,6 +77,10 @@ def run_checks(
 
     status = web_search_status(settings, env, network_allowed=safety.network != "deny")
     checks.append(Check("web_search", "ok" if "not available" not in status else "warn", status))
+    from mermaid_cli.tools.catalog_computer import computer_status
+
+    usable, line = computer_status(settings, env)
+    checks.append(Check("computer", "ok" if usable else "warn", line))
     if safety.network != "deny":
         from mermaid_cli.integrations.web.extract import readability_status
 

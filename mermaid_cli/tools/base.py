@@ -76,6 +76,9 @@ class ToolContext:
     grep_backend: str | None = None
     #: the run's kernel sandbox (DESIGN §4.1); every process started for the model uses it
     sandbox: PreparedSandbox | None = None
+    #: which model message the current calls came from (the loop counts them from 1); a
+    #: `sequential` tool (the computer) uses it to stop a message's later calls after one fails
+    message_seq: int = 0
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 

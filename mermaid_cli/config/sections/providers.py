@@ -1,4 +1,5 @@
-"""`[providers.NAME]`, `[pricing."provider/model"]` and `[tools] provider_native`.
+"""`[providers.NAME]`, `[pricing."provider/model"]` and the `[tools]` table (`provider_native`,
+`computer`).
 
 The lead mounts these on Settings as `providers: dict[str, ProviderSettings]`,
 `pricing: dict[str, PriceSettings]` and the `provider_native` field on the `[tools]` section
@@ -48,4 +49,11 @@ class PriceSettings(Section):
 class ProviderToolsSettings(Section):
     provider_native: bool = Field(
         True, description="Offer vendor-native tools (Anthropic text editor/bash, OpenAI apply_patch)."
+    )
+    computer: bool = Field(
+        False,
+        description=(
+            "Offer the `computer` tool (screenshots, mouse, keyboard of the X11 screen in DISPLAY). "
+            "Every screenshot goes to the model's provider."
+        ),
     )

@@ -23,6 +23,7 @@ Category = Literal[
     "memory",
     "session",
     "external_directory",
+    "computer",
 ]
 
 
