@@ -166,7 +166,7 @@ async def test_concurrent_edits_of_one_file_lose_nothing(tmp_path):
         await asyncio.sleep(0.001 * (hash(resolved.path) % 3))
         return None
 
-    ctx = ToolContext(project_root=project, state={"external_access": gate})
+    ctx = ToolContext(project_root=project, external_access=gate)
     calls = [
         EditFile().run(
             EditFile.Args(path=str(outside), target_content=f"item {i}\n", replacement_content=f"done {i}\n"),

@@ -108,7 +108,7 @@ async def test_urls_point_to_web_fetch(world):
 async def test_external_access_gate_hooks(world):
     root, outside = world
     path = str(outside / "secret.txt")
-    ctx = ToolContext(project_root=root, state={"allow_external": True})
+    ctx = ToolContext(project_root=root, allow_external=True)
     assert SECRET.strip() in (await ReadFile().run(ReadFile.Args(path=path), ctx)).content
 
     seen = []
@@ -117,7 +117,7 @@ async def test_external_access_gate_hooks(world):
         seen.append((str(resolved.path), action))
         return "denied by the test gate" if action == "write" else None
 
-    ctx = ToolContext(project_root=root, state={"external_access": gate})
+    ctx = ToolContext(project_root=root, external_access=gate)
     assert not (await ReadFile().run(ReadFile.Args(path=path), ctx)).is_error
     result = await WriteFile().run(WriteFile.Args(path=path, content="x"), ctx)
     assert result.is_error and result.content == "denied by the test gate"

@@ -454,7 +454,7 @@ class Run:
         comp = settings.compaction
         ctx.interactive = self.interactive
         gate = self._gate(settings, provider)
-        ctx.state["external_access"] = gate.external_access
+        ctx.external_access = gate.external_access
         self.agent = Agent(
             provider=provider,
             registry=registry,

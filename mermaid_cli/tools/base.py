@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the stores live with their tools; only their types are need
     from mermaid_cli.integrations.web.snapshots import SnapshotStore
     from mermaid_cli.security.sandbox import PreparedSandbox
     from mermaid_cli.tools.context import ArchivedMessage
+    from mermaid_cli.tools.paths import ResolvedPath
     from mermaid_cli.tools.processes import ProcessRegistry
     from mermaid_cli.tools.tasks import TaskStore
 
@@ -42,9 +43,8 @@ def _identity(text: str) -> str:
 
 @dataclass
 class ToolContext:
-    """What a tool may use during a run, as typed fields; `cleanups` run when the run ends,
-    however it ends. `state` is the remaining per-run scratch (the file tools' external-access
-    check) and is being replaced by fields."""
+    """What a tool may use during a run, as typed fields (no string-keyed state bag); `cleanups`
+    run when the run ends, however it ends."""
 
     project_root: Path
     session_id: str = ""
@@ -79,7 +79,11 @@ class ToolContext:
     #: which model message the current calls came from (the loop counts them from 1); a
     #: `sequential` tool (the computer) uses it to stop a message's later calls after one fails
     message_seq: int = 0
-    state: dict[str, Any] = field(default_factory=dict)
+    #: the second check of an outside path by the file tools (`tools.paths.check_external`):
+    #: None to allow or the refusal; unset, every outside path is refused
+    external_access: Callable[[ResolvedPath, str], str | None | Awaitable[str | None]] | None = None
+    #: allow every outside path without asking (tests)
+    allow_external: bool = False
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 
 

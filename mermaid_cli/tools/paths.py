@@ -8,11 +8,10 @@ Two layers:
   fail instead of escaping. On Linux the opened fd is also checked through `/proc/self/fd`.
 
 External access (a path outside the project) goes through `check_external`, the single place the
-policy issue replaces with a gate call. Until then it refuses, unless the run put one of these
-into `ctx.state`:
-- `ctx.state["external_access"]`: a callable `(ResolvedPath, action) -> str | None` (or an
-  awaitable of it) returning None to allow or a reason to refuse; `action` is "read" or "write";
-- `ctx.state["allow_external"] = True`: allow everything (tests, `full_access`).
+run's policy gate answers: it refuses, unless the run set one of these on the `ToolContext`:
+- `ctx.external_access`: a callable `(ResolvedPath, action) -> str | None` (or an awaitable of
+  it) returning None to allow or a reason to refuse (the gate's grant check);
+- `ctx.allow_external = True`: allow everything (tests).
 """
 
 from __future__ import annotations
@@ -86,10 +85,10 @@ async def check_external(ctx: ToolContext, resolved: ResolvedPath, action: str) 
     """None when the tool may go on; else the refusal the model sees. The policy issue's gate."""
     if resolved.inside:
         return None
-    if ctx.state.get("allow_external") is True:
+    if ctx.allow_external:
         return None
-    gate = ctx.state.get("external_access")
-    if callable(gate):
+    gate = ctx.external_access
+    if gate is not None:
         verdict = gate(resolved, action)
         if inspect.isawaitable(verdict):
             verdict = await verdict
