@@ -91,3 +91,23 @@ def test_default_model_comes_from_the_key_present(project):
         env = {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": FAKE_KEY}
         out = run_inprocess(["--json", "go"], project, env=env)
     assert out.code == 0 and out.events[0]["model"].startswith("openai/")
+
+
+def test_a_slow_model_call_gets_a_heartbeat_on_stderr_and_q_silences_progress(project):
+    script = [{"type": "fault", "kind": "slow_first_byte", "delay": 2.5}, *WRITE_THEN_ANSWER]
+    env_hb = {"MERMAID_HEARTBEAT_SECS": "1"}
+    with FakeProviderServer(script) as server:
+        out = run_mermaid(
+            ["exec", "--model", "anthropic/claude-sonnet-4-5", "go"], project, env={**fake_env(server), **env_hb}
+        )
+    assert out.code == 0, out.stderr
+    beats = [line for line in out.stderr.splitlines() if "waiting for anthropic/claude-sonnet-4-5" in line]
+    assert 1 <= len(beats) <= 3, out.stderr
+    assert "session: " in out.stderr
+    with FakeProviderServer(script) as server:
+        quiet = run_mermaid(
+            ["exec", "-q", "--model", "anthropic/claude-sonnet-4-5", "go"], project, env={**fake_env(server), **env_hb}
+        )
+    assert quiet.code == 0, quiet.stderr
+    assert quiet.stderr == "", quiet.stderr  # -q: nothing but warnings and errors
+    assert quiet.stdout == "Done: hello.txt says hi.\n"

@@ -96,6 +96,12 @@ class Output:
         except (OSError, ValueError):
             pass
 
+    def info(self, line: str) -> None:
+        """Progress a CI log follows (session id, verify rounds, heartbeats); `-q` keeps only
+        warnings and errors, which go through `note`."""
+        if not self.quiet:
+            self.note(line)
+
     def progress_line(self, line: str) -> None:
         """Streamed tool output (a long test run stays visibly alive)."""
         if not self.quiet:
@@ -119,7 +125,7 @@ class Output:
             payload = body if body.endswith("\n") or not body else body + "\n"
         self.writer.write_bytes(payload.encode("utf-8", "replace"))
         if self.format in ("text", "markdown"):
-            self.note(f"session: {result.session_id}")
+            self.info(f"session: {result.session_id}")
 
 
 class _LibraryLogHandler(logging.Handler):

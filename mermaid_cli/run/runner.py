@@ -335,7 +335,7 @@ class Run:
         failures = []
         self.verify_outputs: dict[str, str] = {}
         for command in commands:
-            self.out.note(f"verify (attempt {attempt}): {command}")
+            self.out.info(f"verify (attempt {attempt}): {command}")
             outcome = await run_command(
                 command,
                 cwd=self.project_root,
@@ -418,6 +418,10 @@ class Run:
             self.prompt = resolve_prompt(opts.prompt, io)
 
         provider, price = self._provider(settings)
+        if not opts.quiet:
+            from mermaid_cli.run.heartbeat import HeartbeatProvider, interval_from
+
+            provider = HeartbeatProvider(provider, self.out.note, interval=interval_from(io.env))
         self.model_id = provider.model_id
         if settings.run.max_cost is not None and price is None:
             raise UsageError(
