@@ -91,18 +91,6 @@ class Interrupted(MermaidError):
         self.exit_code = 128 + signum
 
 
-# When several outcomes apply, the first in this order wins (DESIGN.md §3).
-STATUS_PRECEDENCE = (
-    "interrupted",
-    "timeout",
-    "internal_error",
-    "provider_error",
-    "limit",
-    "blocked",
-    "failed",
-    "success",
-)
-
 EXIT_CODES = {
     "success": 0,
     "failed": 1,

@@ -224,20 +224,6 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-EVENT_TYPES = (
-    SessionStarted,
-    Text,
-    Reasoning,
-    ToolStarted,
-    ToolFinished,
-    ApprovalRequired,
-    ApprovalDecided,
-    TasksUpdated,
-    Error,
-    TurnDone,
-    VerifyFinished,
-    Result,
-)
 
 _adapter: TypeAdapter[Any] | None = None
 

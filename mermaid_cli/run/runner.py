@@ -38,8 +38,6 @@ if TYPE_CHECKING:  # loaded inside _prepare, off the import path of `mermaid --h
     from mermaid_cli.store.sessions import SessionWriter
     from mermaid_cli.tools.base import ToolContext
 
-FORMATS = ("text", "json", "jsonl", "markdown")
-
 
 @dataclass
 class ExecOptions:
@@ -96,13 +94,6 @@ class RunIO:
     clock: Callable[[], datetime] = field(default_factory=lambda: lambda: datetime.now(UTC))
     monotonic: Callable[[], float] = time.monotonic
     install_signal_handlers: bool = True
-
-
-DEFAULT_SYSTEM_PROMPT = """You are Mermaid, a coding agent running headless inside a CI pipeline or script.
-Work in the project directory with the tools you are given; paths are relative to the project root.
-Nobody can answer questions during the run: decide, state your assumption, and keep going.
-Keep changes minimal and focused on the task. When you are done, reply with a short summary of what
-you did and anything left undone."""
 
 
 def read_piped(io: RunIO) -> str:

@@ -94,9 +94,6 @@ class ToolCatalog:
     def promoted(self) -> frozenset[str]:
         return frozenset(self._promoted)
 
-    def deferred_tools(self) -> list[McpToolAdapter]:
-        return [a for a in self._adapters.values() if a.deferred and a.name not in self._promoted]
-
     def search_deferred(self, query: str, limit: int) -> list[McpToolAdapter]:
         """The best-scoring deferred tools for `query`; found tools are advertised from now on."""
         candidates = [a for a in self._adapters.values() if a.deferred and self._ready(a.server)]

@@ -159,9 +159,6 @@ class McpManager:
     def promoted(self) -> frozenset[str]:
         return self._catalog.promoted
 
-    def deferred_tools(self) -> list[McpToolAdapter]:
-        return self._catalog.deferred_tools()
-
     def search_deferred(self, query: str, limit: int) -> list[McpToolAdapter]:
         return self._catalog.search_deferred(query, limit)
 

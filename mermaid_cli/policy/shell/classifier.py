@@ -136,9 +136,6 @@ class ShellClassification:
     #: the hard deny was found only by the lenient second reading (comments, escapes, bad quoting)
     lenient: bool = False
 
-    @property
-    def hard_denied(self) -> bool:
-        return self.hard_deny_rule is not None
 
 
 # --------------------------------------------------------------------------------------------
