@@ -55,7 +55,7 @@ from mermaid_cli.policy.shell.classifier import (
 Verdict = Literal["allow", "deny", "ask", "classify"]
 By = Literal["mode", "rule", "hook", "classifier", "user", "headless", "hard_deny", "network"]
 
-READ_TOOLS = frozenset({"read_file", "glob", "grep", "list_files", "list_directory", "ls", "view"})
+READ_TOOLS = frozenset({"read_file", "glob", "grep"})  # the built-in tools that only read
 #: calls `--allow-untrusted-tools` lets through a headless ask
 UNTRUSTED_TOOL_CATEGORIES = frozenset({"web", "mcp", "subagent", "computer"})
 
