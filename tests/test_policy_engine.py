@@ -14,12 +14,9 @@ from pydantic import ValidationError
 from mermaid_cli.config.sections.safety import Override, SafetySettings, policy_digest
 from mermaid_cli.core.errors import ConfigError
 from mermaid_cli.policy import list_presets, load_preset, preset_description
-from mermaid_cli.policy.engine import (
-    ActionRequest,
-    PathRef,
-    evaluate,
-    resolve_review,
-)
+from mermaid_cli.policy.actions import ActionRequest, PathRef
+from mermaid_cli.policy.engine import evaluate
+from mermaid_cli.policy.resolution import resolve_review
 from mermaid_cli.policy.shell.classifier import classify_command
 
 ROOT = Path("/work/proj")
@@ -605,7 +602,7 @@ def test_request_for_call(tmp_path: Path) -> None:
 
 
 def test_before_hooks_shortcut() -> None:
-    from mermaid_cli.policy.engine import before_hooks
+    from mermaid_cli.policy.screening import before_hooks
 
     policy = SafetySettings(mode="full_access", network="deny")
     assert before_hooks(sh("git reset --hard"), policy).by == "hard_deny"
@@ -615,7 +612,7 @@ def test_before_hooks_shortcut() -> None:
 
 
 def test_resolve_user() -> None:
-    from mermaid_cli.policy.engine import resolve_user
+    from mermaid_cli.policy.resolution import resolve_user
 
     asked = ev(sh("make"), "ask", interactive=True)
     yes = resolve_user(asked, approved=True)

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mermaid_cli.config.sections.safety import SafetySettings
-from mermaid_cli.policy.engine import ActionRequest, evaluate
+from mermaid_cli.policy.actions import ActionRequest
+from mermaid_cli.policy.engine import evaluate
 from mermaid_cli.policy.shell import dev_rules, rules
 from mermaid_cli.policy.shell.classifier import classify_command
 

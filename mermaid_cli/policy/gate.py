@@ -21,7 +21,7 @@ from mermaid_cli.core import events as ev
 from mermaid_cli.core.types import Decision, GateResult, ToolCallBlock, Usage
 
 if TYPE_CHECKING:  # the engine and the shell classifier load at the first tool call, not at start
-    from mermaid_cli.policy.engine import ActionRequest, PolicyOutcome
+    from mermaid_cli.policy.actions import ActionRequest, PolicyOutcome
     from mermaid_cli.policy.requests import FileTarget
 
 MAX_HOOK_ROUNDS = 3
@@ -67,7 +67,7 @@ class PolicyGate:
 
         A file tool's targets are resolved first and each (path, operation) is judged on its own;
         the worst verdict decides the call (a patch is judged file by file)."""
-        from mermaid_cli.policy.engine import before_hooks
+        from mermaid_cli.policy.screening import before_hooks
         from mermaid_cli.security.paths import PathRefused
 
         policy = self.settings.safety
@@ -283,7 +283,7 @@ class PolicyGate:
     async def _review(
         self, outcome: PolicyOutcome, request: ActionRequest, tool: Any = None
     ) -> PolicyOutcome:
-        from mermaid_cli.policy.engine import resolve_review
+        from mermaid_cli.policy.resolution import resolve_review
         from mermaid_cli.policy.reviewer import review
 
         if self.reviewer is None:
@@ -318,7 +318,7 @@ class PolicyGate:
                 blocked=True,
                 reason="approval required but nobody can answer",
             )
-        from mermaid_cli.policy.engine import resolve_user
+        from mermaid_cli.policy.resolution import resolve_user
 
         async with self._prompt_lock:  # concurrent calls of one turn ask one at a time
             answer = await self.approver(tool.name, prompt, outcome.reason)

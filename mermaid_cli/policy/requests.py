@@ -21,7 +21,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from mermaid_cli.config.sections.safety import Category
-from mermaid_cli.policy.engine import ActionRequest, PathRef
+from mermaid_cli.policy.actions import ActionRequest, PathRef
 from mermaid_cli.security.paths import PathRefused, inside_project, locate
 
 Operation = Literal["read", "create", "modify", "delete"]

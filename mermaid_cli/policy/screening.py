@@ -1,0 +1,122 @@
+"""Steps 1-2 of DESIGN.md §4, screening: a request's risk, and the denies that come before
+anything else and that nothing later can lift.
+
+The network kill switch (`[safety] network = "deny"`) refuses web tools and shell commands
+classified `network`; a hard-deny shape (shell classifier, or an edit of a sensitive path) is
+denied as `destructive`; `safety.filesystem = "project"` refuses writes outside the project. The
+gate calls `before_hooks` so that hooks never run for a call that is denied anyway; `evaluate`
+screens again, so that order is not load-bearing. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+
+from mermaid_cli.config.sections.safety import SafetySettings
+from mermaid_cli.policy.actions import READ_TOOLS, ActionRequest, PolicyOutcome
+from mermaid_cli.policy.shell.classifier import (
+    Risk,
+    ShellClassification,
+    classify_command,
+    sensitive_write_rule,
+    worst,
+)
+
+_CATEGORY_RISK: dict[str, Risk] = {
+    "read": "read_only",
+    "edit": "file_mutation",
+    "shell": "shell_mutation",
+    "process": "process",
+    "web": "network",
+    "mcp": "external_access",
+    "subagent": "process",
+    "memory": "low_mutation",
+    "session": "read_only",
+    "external_directory": "external_access",
+    #: mouse and keyboard input of the `computer` tool (its screenshots are category `read`)
+    "computer": "external_access",
+}
+
+
+def classify_request(
+    request: ActionRequest, *, project_root: Path | None = None, home: Path | None = None
+) -> tuple[Risk, str | None, ShellClassification | None]:
+    """(risk, hard-deny rule or None, shell classification for shell commands)."""
+    shell = None
+    risk: Risk = _CATEGORY_RISK.get(request.category, "shell_mutation")
+    hard: str | None = None
+    if request.command is not None and request.category in ("shell", "process", "external_directory"):
+        shell = classify_command(request.command, project_root=project_root, home=home)
+        risk, hard = (
+            (shell.risk if request.category == "shell" else worst(risk, shell.risk)),
+            shell.hard_deny_rule,
+        )
+    if request.outside and request.category not in (
+        "web",
+        "mcp",
+        "subagent",
+        "memory",
+        "session",
+        "computer",
+    ):
+        risk = worst(risk, "external_access")
+    if request.category in ("edit", "external_directory") and hard is None and request.tool not in READ_TOOLS:
+        for ref in request.paths:
+            path = ref.path
+            if not posixpath.isabs(path) and project_root is not None:
+                path = posixpath.join(str(project_root), path)
+            if posixpath.isabs(path):
+                hard = sensitive_write_rule(path, str(home) if home is not None else None)
+                if hard:
+                    break
+    if hard is not None:
+        risk = "destructive"
+    return risk, hard, shell
+
+
+def before_hooks(
+    request: ActionRequest,
+    policy: SafetySettings,
+    *,
+    project_root: Path | None = None,
+    home: Path | None = None,
+) -> PolicyOutcome | None:
+    """Steps 1-2 alone: the deny (network kill switch or hard deny) that makes running the hooks
+    pointless, or None. `evaluate` repeats them, so calling this first is optional."""
+    return screen(request, policy, project_root=project_root, home=home)[0]
+
+
+def screen(
+    request: ActionRequest, policy: SafetySettings, *, project_root: Path | None, home: Path | None
+) -> tuple[PolicyOutcome | None, Risk, ShellClassification | None]:
+    """Steps 1-2: (the deny or None, the risk, the shell classification for shell commands)."""
+    network_off = 'blocked because network access is disabled (safety.network = "deny" / --no-network)'
+    if policy.network == "deny" and request.category == "web":
+        return PolicyOutcome("deny", "network", f"{request.tool} {network_off}", "network"), "network", None
+    risk, hard, shell = classify_request(request, project_root=project_root, home=home)
+    if hard is not None:
+        outcome = PolicyOutcome("deny", "hard_deny", hard, "destructive", hard_deny_rule=hard, shell=shell)
+        return outcome, risk, shell
+    if policy.network == "deny" and shell is not None and risk == "network":
+        return (
+            PolicyOutcome("deny", "network", f"{request.label} {network_off}", risk, shell=shell),
+            risk,
+            shell,
+        )
+    if policy.filesystem == "project" and _writes_outside(request, risk):
+        reason = (
+            f'{request.label} would write outside the project, which safety.filesystem = "project" '
+            "(--confine-fs) refuses"
+        )
+        return PolicyOutcome("deny", "mode", reason, risk, shell=shell), risk, shell
+    return None, risk, shell
+
+
+def _writes_outside(request: ActionRequest, risk: Risk) -> bool:
+    """A file mutation of an outside path, or a shell command classified as writing outside."""
+    if request.category == "edit":
+        return request.outside
+    if request.category in ("shell", "process"):
+        return risk == "external_access" or request.cwd_outside_project
+    return False
