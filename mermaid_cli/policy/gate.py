@@ -4,14 +4,16 @@ auto reviewer, a person at a TTY, and the protocol events. Implements the agent'
 Order per call: request -> network kill switch / hard deny -> `before_tool_use` hooks (an
 `updatedInput` goes through the gate again) -> rules -> mode -> floors -> reviewer -> person or
 headless block. Whatever decides, the decision is returned to the loop, which records it on
-`tool_finished.decision` and, unless it is a plain mode allow, as `approval_decided`.
+`tool_finished.decision` and, unless it is a plain mode allow, as `approval_decided`. Who answers
+an ask is an `Approver` (`policy.approvers`); batched tools share one decision per model message
+(`policy.batches`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,24 +21,14 @@ from typing import TYPE_CHECKING, Any
 from mermaid_cli.config.loader import Settings
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.types import Decision, GateResult, ToolCallBlock, Usage
+from mermaid_cli.policy.approvers import Approver
+from mermaid_cli.policy.batches import MessageBatches
 
 if TYPE_CHECKING:  # the engine and the shell classifier load at the first tool call, not at start
     from mermaid_cli.policy.actions import ActionRequest, PolicyOutcome
     from mermaid_cli.policy.requests import FileTarget
 
 MAX_HOOK_ROUNDS = 3
-
-# answer of a person: "once", "always" (this session), or "no"
-Approver = Callable[[str, str, str], Awaitable[str]]
-
-
-@dataclass
-class _Batch:
-    """The shared decision of one model message's batched calls (decided by the first to ask)."""
-
-    summary: str
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    outcome: PolicyOutcome | None = None
 
 
 @dataclass
@@ -59,8 +51,7 @@ class PolicyGate:
     #: external-access check consults it
     allowed_outside: set[tuple[str, str]] = field(default_factory=set)
     _prompt_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _message_calls: tuple[ToolCallBlock, ...] = ()
-    _batches: dict[tuple[str, str], _Batch] = field(default_factory=dict)
+    _batches: MessageBatches = field(default_factory=MessageBatches)
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult).
@@ -116,7 +107,7 @@ class PolicyGate:
                     message=f"{tool.name} was not run: a hook rewrote it into invalid arguments",
                 )
             arguments = hook.updated_input
-        batch = self._batch_for(tool, arguments, call, hook)
+        batch = self._batches.batch_for(tool, arguments, call, hook)
         if batch is not None:  # one decision for all of this tool's gated calls in the message
             from dataclasses import replace
 
@@ -179,37 +170,10 @@ class PolicyGate:
             )
         return outcome
 
-    # -- one decision per model message for batched tools (the computer's input actions) -------
     def begin_message(self, calls: Sequence[ToolCallBlock]) -> None:
-        """The calls of one model message, before any runs. A tool with `batch_summary` gets one
-        decision for all its calls of the message that share a gated category: the summary
-        lists them all, so `ask` shows the batch in one prompt and the reviewer judges it whole."""
-        self._message_calls = tuple(calls)
-        self._batches = {}
-
-    def _batch_for(
-        self, tool: Any, arguments: dict[str, Any], call: ToolCallBlock, hook: Any
-    ) -> _Batch | None:
-        summarize = getattr(tool, "batch_summary", None)
-        if summarize is None or (hook is not None and hook.decision is not None):
-            return None  # a hook's opinion is about one call: that call is decided alone
-        category = tool.category_for(arguments)
-        if category == "read":
-            return None
-        if not any(c.id == call.id for c in self._message_calls):
-            return _Batch(summary=summarize([arguments]))  # not announced by begin_message: alone
-        key = (call.name, category)
-        batch = self._batches.get(key)
-        if batch is None:
-            members = [
-                c.arguments
-                for c in self._message_calls
-                if c.name == call.name
-                and c.arguments is not None
-                and tool.category_for(c.arguments) == category
-            ]
-            batch = self._batches[key] = _Batch(summary=summarize(members))
-        return batch
+        """The calls of one model message, before any runs: a tool with `batch_summary` gets one
+        decision for all its calls of the message that share a gated category (`policy.batches`)."""
+        self._batches.begin(calls)
 
     def targets_for(self, tool: Any, arguments: dict[str, Any]) -> list[dict[str, str]]:
         """`[{"path": resolved, "operation": ...}]` of a file tool's call, for an event that should
@@ -404,23 +368,3 @@ def _as_dict(args: Any, call: ToolCallBlock) -> dict[str, Any]:
     if isinstance(args, dict):
         return args
     return dict(call.arguments or {})
-
-
-async def tty_approver(tool: str, prompt: str, reason: str) -> str:
-    """Ask the person at the terminal: 1 yes, 2 yes and don't ask again (this session), 3/Esc no."""
-    import asyncio
-    import sys
-
-    text = (
-        f"\nmermaid wants to run {prompt}\n  ({reason})\n"
-        "  1) yes   2) yes, don't ask again this session   3) no  [Esc = no]: "
-    )
-
-    def ask() -> str:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-        line = sys.stdin.readline()
-        choice = line.strip()[:1]
-        return {"1": "once", "2": "always"}.get(choice, "no")
-
-    return await asyncio.get_running_loop().run_in_executor(None, ask)

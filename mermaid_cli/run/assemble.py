@@ -147,7 +147,8 @@ def policy_gate(
     on_usage: Callable[[Usage], None],
 ) -> PolicyGate:
     """The gate every tool call of the run passes (DESIGN.md §4)."""
-    from mermaid_cli.policy.gate import PolicyGate, tty_approver
+    from mermaid_cli.policy.approvers import tty_approver
+    from mermaid_cli.policy.gate import PolicyGate
 
     return PolicyGate(
         settings=settings,
