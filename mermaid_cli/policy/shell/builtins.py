@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from mermaid_cli.policy.shell.parse import _Cmd
+from mermaid_cli.policy.shell.syntax import _Cmd
 from mermaid_cli.policy.shell.words import (
     _ASSIGNMENT,
     _DANGEROUS_ASSIGNMENT,

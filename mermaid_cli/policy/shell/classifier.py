@@ -55,9 +55,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mermaid_cli.policy.shell.parse import MAX_DEPTH, _Cmd, _Parser, _TooDeep
+from mermaid_cli.policy.shell.parse import _Parser
 from mermaid_cli.policy.shell.result import Segment, ShellClassification
 from mermaid_cli.policy.shell.risk import _SAFE_DEVICES, RANK, RISK_ORDER, Risk, sensitive_write_rule, worst
+from mermaid_cli.policy.shell.syntax import MAX_DEPTH, _Cmd, _TooDeep
 from mermaid_cli.policy.shell.walker import _Classifier
 from mermaid_cli.policy.shell.words import _ASSIGNMENT, _FORK_BOMB, _RESERVED, _WRITE_REDIRECTS, _lenient
 

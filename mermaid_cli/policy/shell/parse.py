@@ -4,92 +4,25 @@ It splits a command line into pipelines of simple commands the way bash would: q
 `$'…'`, `$(…)`, backticks, `${…}`, `$((…))`, `<(…)`/`>(…)`, redirects, heredocs (quoted bodies are
 data, unquoted ones have their substitutions parsed), `[[ … ]]`, `(( … ))`, subshells, function
 definitions. Substitutions are parsed recursively up to `MAX_DEPTH`; input bash would reject is
-flagged `malformed` rather than refused.
+flagged `malformed` rather than refused. The tree it builds is in `syntax`, the lexical facts
+(operators, ANSI-C escapes, arithmetic ends) in `lexer`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-MAX_DEPTH = 12
-
-
-class _TooDeep(Exception):
-    pass
-
-
-@dataclass
-class _Word:
-    text: str = ""
-    started: bool = False
-    quoted: bool = False
-    dynamic: bool = False  # contains a substitution or parameter expansion
-    plain: str = ""  # the leading unquoted, literal part (where `NAME=` of an assignment must be)
-
-
-@dataclass
-class _Redirect:
-    op: str
-    fd: str | None
-    target: _Word | None
-
-
-@dataclass
-class _Cmd:
-    words: list[_Word] = field(default_factory=list)
-    redirects: list[_Redirect] = field(default_factory=list)
-    substs: list[_Node] = field(default_factory=list)
-    groups: list[_Node] = field(default_factory=list)
-    heredoc: bool = False
-    proc_subst: bool = False
-    #: what the command reads on stdin from a heredoc or here-string (code, if it is a shell)
-    stdin_texts: list[str] = field(default_factory=list)
-
-    def empty(self) -> bool:
-        return not (self.words or self.redirects or self.substs or self.groups)
-
-
-@dataclass
-class _Node:
-    """A command list: pipelines separated by `;`, `&&`, `||`, `&`, newlines."""
-
-    pipelines: list[list[_Cmd]] = field(default_factory=list)
-
-
-_REDIRECT_OPS = ("&>>", "<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", "&>", ">", "<")
-_SEP_OPS = ("&&", "||", "|&", ";;&", ";;", ";&", "|", ";", "&")
-_WORD_BREAK = set(" \t\n;&|<>()")
-
-
-_LIST_CHARS = frozenset(" \t\n")
-
-
-@dataclass
-class _ListState:
-    """The command list being built: finished pipelines, the current pipeline, command and word."""
-
-    node: _Node = field(default_factory=_Node)
-    pipeline: list[_Cmd] = field(default_factory=list)
-    cmd: _Cmd = field(default_factory=_Cmd)
-    word: _Word = field(default_factory=_Word)
-
-    def finish_word(self) -> None:
-        if self.word.started:
-            self.cmd.words.append(self.word)
-        self.word = _Word()
-
-    def end_cmd(self) -> None:
-        self.finish_word()
-        if not self.cmd.empty():
-            self.pipeline.append(self.cmd)
-        self.cmd = _Cmd()
-
-    def end_pipeline(self) -> None:
-        self.end_cmd()
-        if self.pipeline:
-            self.node.pipelines.append(self.pipeline)
-        self.pipeline = []
+from mermaid_cli.policy.shell.lexer import (
+    _LIST_CHARS,
+    _REDIRECT_OPS,
+    _SEP_OPS,
+    _WORD_BREAK,
+    _ansi_c,
+    _find_arith_end,
+    _heredoc_end,
+    _is_brace_fd,
+)
+from mermaid_cli.policy.shell.syntax import MAX_DEPTH, _Cmd, _ListState, _Node, _Redirect, _TooDeep, _Word
 
 
 class _Parser:
@@ -429,18 +362,8 @@ class _Parser:
     def _read_heredocs(self, depth: int) -> None:
         pending, self.pending_heredocs = self.pending_heredocs, []
         for cmd, delim, strip_tabs, quoted in pending:
-            pos, body_start = self.i, self.i
-            found = None
-            while pos <= self.n:
-                end = self.s.find("\n", pos)
-                end = self.n if end < 0 else end
-                line = self.s[pos:end]
-                if (line.lstrip("\t") if strip_tabs else line) == delim:
-                    found = (pos, end)
-                    break
-                if end >= self.n:
-                    break
-                pos = end + 1
+            body_start = self.i
+            found = _heredoc_end(self.s, body_start, delim, strip_tabs)
             if found is None:
                 # Unterminated: not a heredoc; what follows is parsed as commands.
                 self.malformed = True
@@ -450,64 +373,6 @@ class _Parser:
             if not quoted:
                 cmd.substs.extend(_collect_substs(body, depth + 1, self))
             self.i = min(found[1] + 1, self.n)
-
-
-_ANSI_SIMPLE = {
-    "n": "\n",
-    "t": "\t",
-    "r": "\r",
-    "a": "\a",
-    "b": "\b",
-    "e": "\x1b",
-    "E": "\x1b",
-    "f": "\f",
-    "v": "\v",
-}
-
-
-def _ansi_c(text: str) -> str:
-    """Decode a `$'…'` string as bash does (`$'\\x72\\x6d'` is `rm`)."""
-
-    def one(m: re.Match[str]) -> str:
-        esc = m.group(1)
-        head = esc[0]
-        if head in _ANSI_SIMPLE:
-            return _ANSI_SIMPLE[head]
-        try:
-            if head == "x" and len(esc) > 1:
-                return chr(int(esc[1:], 16))
-            if head in "uU" and len(esc) > 1:
-                return chr(int(esc[1:], 16))
-            if head in "01234567":
-                return chr(int(esc, 8) & 0xFF)
-        except (ValueError, OverflowError):
-            return esc
-        if head == "c" and len(esc) > 1:
-            return chr(ord(esc[1]) & 0x1F)
-        return esc
-
-    return re.sub(
-        r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", one, text, flags=re.S
-    )
-
-
-def _is_brace_fd(text: str) -> bool:
-    return bool(re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", text))
-
-
-def _find_arith_end(s: str, start: int) -> int | None:
-    """Index of the `))` closing an arithmetic expression opened just before `start`."""
-    level, j = 0, start
-    while j < len(s):
-        ch = s[j]
-        if ch == "(":
-            level += 1
-        elif ch == ")":
-            if level == 0:
-                return j if s.startswith("))", j) else None
-            level -= 1
-        j += 1
-    return None
 
 
 def _parse_text(text: str, depth: int, parent: _Parser | None = None) -> _Node:

@@ -27,7 +27,7 @@ from mermaid_cli.policy.shell.builtins import (
     _subscript_words,
     _time_outputs,
 )
-from mermaid_cli.policy.shell.parse import MAX_DEPTH, _Cmd, _Node, _Parser, _Redirect, _TooDeep
+from mermaid_cli.policy.shell.parse import _Parser
 from mermaid_cli.policy.shell.paths import _Paths
 from mermaid_cli.policy.shell.result import Segment
 from mermaid_cli.policy.shell.risk import (
@@ -39,6 +39,7 @@ from mermaid_cli.policy.shell.risk import (
     worst,
 )
 from mermaid_cli.policy.shell.rules import classify_program
+from mermaid_cli.policy.shell.syntax import MAX_DEPTH, _Cmd, _Node, _Redirect, _TooDeep
 from mermaid_cli.policy.shell.words import (
     _PYTHON,
     _WRITE_REDIRECTS,

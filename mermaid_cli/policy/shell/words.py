@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from mermaid_cli.policy.shell.parse import _Cmd
+from mermaid_cli.policy.shell.syntax import _Cmd
 
 SHELLS = frozenset("sh bash zsh dash ksh mksh fish csh tcsh ash busybox-sh".split())
 INTERPRETERS = frozenset(
