@@ -1,8 +1,9 @@
 """The kernel sandbox for processes started for the model (DESIGN.md §4.1), Linux backend.
 
 Owns: the typed policy (`policy.py`), feature detection (`probe.py`), the Landlock + seccomp +
-prctl backend (`linux.py`, constants in `abi.py`, BPF in `seccomp.py`) and the orphan guard
-(`guard.py`). Imports only the standard library and `mermaid_cli.core.errors`.
+prctl backend (`linux.py`; its Landlock rules in `landlock.py`, the child's pre-exec step in
+`preexec.py`, constants in `abi.py`, BPF in `seccomp.py`) and the orphan guard (`guard.py`).
+Imports only the standard library and `mermaid_cli.core.errors`.
 
 Wiring, once per run in the parent (on the event loop's thread, which lives as long as the run):
 
