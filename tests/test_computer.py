@@ -99,7 +99,7 @@ def test_the_screenshot_is_fitted_and_shows_the_window(display, app, tmp_path):
 
     from mermaid_cli.tools.base import ToolContext
     from mermaid_cli.tools.catalog_computer import computer_tools
-    from mermaid_cli.tools.computer.tool import ComputerArgs
+    from mermaid_cli.tools.computer.actions import ComputerArgs
 
     class _Settings:
         class tools:  # noqa: N801 - the shape of settings.tools

@@ -8,7 +8,7 @@ from mermaid_cli.providers import native_tools as nt
 from mermaid_cli.providers.anthropic import AnthropicProvider
 from mermaid_cli.providers.http import Endpoint
 from mermaid_cli.providers.openai_responses import OpenAIResponsesProvider, _turn_from_output
-from mermaid_cli.tools.computer.tool import ComputerArgs
+from mermaid_cli.tools.computer.actions import ComputerArgs
 
 COMPUTER = ToolSpec(name="computer", description="d", input_schema={"type": "object"}, display=(1430, 804))
 READ = ToolSpec(name="read_file", description="r", input_schema={"type": "object"})

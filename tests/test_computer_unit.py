@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from mermaid_cli.core.types import ToolCallBlock
 from mermaid_cli.tools.base import ToolContext
+from mermaid_cli.tools.computer.actions import ComputerArgs
 from mermaid_cli.tools.computer.geometry import MAX_LONG_EDGE, MAX_PIXELS, Geometry, fit
-from mermaid_cli.tools.computer.tool import EARLIER_FAILED, Computer, ComputerArgs
+from mermaid_cli.tools.computer.tool import EARLIER_FAILED, Computer
 
 sizes = st.tuples(st.integers(1, 8000), st.integers(1, 8000))
 
