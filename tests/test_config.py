@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mermaid_cli.config.loader import effective_items, load_settings, parse_override
+from mermaid_cli.config.effective import effective_items
+from mermaid_cli.config.layers import parse_override
+from mermaid_cli.config.loader import load_settings
 from mermaid_cli.core.errors import ConfigError
 
 

@@ -19,7 +19,8 @@ def test_configuration_reference_is_fresh():
 
 
 def test_every_settings_key_is_documented():
-    from mermaid_cli.config.loader import effective_items, load_settings
+    from mermaid_cli.config.effective import effective_items
+    from mermaid_cli.config.loader import load_settings
 
     text = (DOCS / "configuration.md").read_text()
     loaded = load_settings(project_root=Path("/nonexistent"))

@@ -24,7 +24,8 @@ def config_show(as_json: bool, profile: str | None, config_overrides: tuple[str,
     import json
     from pathlib import Path
 
-    from mermaid_cli.config.loader import effective_items, effective_toml, load_settings
+    from mermaid_cli.config.effective import effective_items, effective_toml
+    from mermaid_cli.config.loader import load_settings
     from mermaid_cli.core.errors import ConfigError
 
     try:

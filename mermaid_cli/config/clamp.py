@@ -1,0 +1,150 @@
+"""The project layer may only tighten (DESIGN.md §5): what `load_settings` strips from
+`<git root>/.mermaid/config.toml` before merging it.
+
+A project file is committed with the code, possibly by an untrusted pull request, so it may not
+configure providers, servers, web trust, hooks or verify commands (they all run or trust
+something), may not loosen safety or the kernel sandbox, may not pass more environment to
+commands, and may move every numeric limit or budget only downward relative to the layers under
+it. Whatever it tried is dropped with a warning naming the key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mermaid_cli.config.layers import copy_tree
+
+SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
+FLOOR_LEVELS = ("allow", "auto", "ask", "deny")  # loosest first
+
+# Keys a project file (committed with the code, possibly by an untrusted PR) may not set.
+PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "models", "model", "hooks")
+PROJECT_FORBIDDEN_SAFETY = ("allow_readonly_web", "allow_untrusted_headless_tools", "auto_classifier_model")
+
+
+def clamp_project(
+    data: dict[str, Any],
+    current_mode: Any,
+    source: str,
+    warnings: list[str],
+    current_floors: dict[str, str],
+    below: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A copy of the project layer `data` with everything that would loosen removed (a warning
+    each). `current_mode` and `current_floors` are the safety mode and floors of the layers under
+    it; `below` their effective values, against which numbers may only go down."""
+    data = copy_tree(data)
+    _clamp_top_level(data, source, warnings)
+    if below is not None:
+        _clamp_numbers(data, below, (), source, warnings)
+    safety = data.get("safety")
+    if isinstance(safety, dict):
+        _clamp_safety(safety, current_mode, current_floors, source, warnings)
+    _clamp_children(data, source, warnings)
+    return data
+
+
+def _clamp_top_level(data: dict[str, Any], source: str, warnings: list[str]) -> None:
+    """Tables that run or trust something: providers, servers, hooks, verify commands, the computer."""
+    for key in PROJECT_FORBIDDEN:
+        if key in data:
+            del data[key]
+            warnings.append(f"{source}: `{key}` is ignored in a project config (set it in your user config)")
+    verify = data.get("verify")
+    if isinstance(verify, dict) and "commands" in verify:
+        del verify["commands"]
+        warnings.append(
+            f"{source}: `verify.commands` is ignored in a project config (commands it names would run; "
+            "pass --verify or set it in your user config)"
+        )
+    tools = data.get("tools")
+    if isinstance(tools, dict) and tools.get("computer") is True:
+        del tools["computer"]  # a pull request must not turn on screenshots sent to the provider
+        warnings.append(
+            f"{source}: `tools.computer = true` is ignored in a project config (set it in your user config)"
+        )
+
+
+def _clamp_safety(
+    safety: dict[str, Any],
+    current_mode: Any,
+    current_floors: dict[str, str],
+    source: str,
+    warnings: list[str],
+) -> None:
+    """`[safety]`: no trust switches, no looser mode, no allow rules, no lower floors."""
+    for key in PROJECT_FORBIDDEN_SAFETY:
+        if key in safety:
+            del safety[key]
+            warnings.append(f"{source}: `safety.{key}` is ignored in a project config")
+    mode = safety.get("mode")
+    if mode is not None and mode in SAFETY_MODES and _safety_rank(mode) > _safety_rank(current_mode):
+        del safety["mode"]
+        warnings.append(
+            f"{source}: safety.mode = {mode!r} would loosen {current_mode!r}; a project config may only tighten it"
+        )
+    rules = safety.get("overrides")
+    if isinstance(rules, list):
+        kept = [r for r in rules if not (isinstance(r, dict) and r.get("decision") == "allow")]
+        if len(kept) != len(rules):
+            warnings.append(f"{source}: `allow` overrides are ignored in a project config")
+            safety["overrides"] = kept
+    for key, loose in (("network", "allow"), ("filesystem", "unrestricted")):
+        if safety.get(key) == loose:
+            del safety[key]
+            warnings.append(
+                f"{source}: safety.{key} = {loose!r} is ignored in a project config (it would loosen)"
+            )
+    for key in ("external_writes", "system_installs"):  # floors: only raised, never lowered
+        level = safety.get(key)
+        if level in FLOOR_LEVELS and FLOOR_LEVELS.index(level) < FLOOR_LEVELS.index(current_floors[key]):
+            del safety[key]
+            warnings.append(
+                f"{source}: safety.{key} = {level!r} would lower the floor; a project config may only raise it"
+            )
+    if safety.get("checkpoint_on_mutation") is False:
+        del safety["checkpoint_on_mutation"]
+        warnings.append(f"{source}: safety.checkpoint_on_mutation = false is ignored in a project config")
+
+
+def _clamp_children(data: dict[str, Any], source: str, warnings: list[str]) -> None:
+    """What child processes get: the kernel sandbox stays on and no wider, no extra environment."""
+    sandbox = data.get("sandbox")
+    if isinstance(sandbox, dict):  # a pull request must not switch the kernel sandbox off or widen it
+        if sandbox.get("mode") in ("off", "best-effort"):
+            warnings.append(
+                f"{source}: sandbox.mode = {sandbox.pop('mode')!r} is ignored in a project config"
+            )
+        for key in ("writable_roots", "readable_roots"):
+            if key in sandbox:
+                del sandbox[key]
+                warnings.append(f"{source}: `sandbox.{key}` is ignored in a project config")
+    exec_ = data.get("exec")
+    if isinstance(exec_, dict) and "env_allow" in exec_:
+        del exec_["env_allow"]
+        warnings.append(
+            f"{source}: `exec.env_allow` is ignored in a project config (it could pass secrets to commands)"
+        )
+
+
+def _clamp_numbers(
+    data: dict[str, Any], below: dict[str, Any], at: tuple[str, ...], source: str, warnings: list[str]
+) -> None:
+    """Drop every number in the project layer that is above the value beneath it. A lower layer's
+    None (no limit, or not set) is looser than any number, so a number there is a tightening."""
+    for key in list(data):
+        value = data[key]
+        base = below.get(key) if isinstance(below, dict) else None
+        dotted = ".".join((*at, key))
+        if isinstance(value, dict):
+            _clamp_numbers(value, base if isinstance(base, dict) else {}, (*at, key), source, warnings)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(base, int | float) and not isinstance(base, bool) and value > base:
+                del data[key]
+                warnings.append(
+                    f"{source}: `{dotted}` = {value} would raise {base}; a project config may only lower limits"
+                )
+
+
+def _safety_rank(mode: Any) -> int:
+    return SAFETY_MODES.index(mode) if mode in SAFETY_MODES else len(SAFETY_MODES)
