@@ -50,13 +50,14 @@ def _clamp_top_level(data: dict[str, Any], source: str, warnings: list[str]) -> 
         if key in data:
             del data[key]
             warnings.append(f"{source}: `{key}` is ignored in a project config (set it in your user config)")
-    verify = data.get("verify")
-    if isinstance(verify, dict) and "commands" in verify:
-        del verify["commands"]
-        warnings.append(
-            f"{source}: `verify.commands` is ignored in a project config (commands it names would run; "
-            "pass --verify or set it in your user config)"
-        )
+    _drop(
+        data,
+        "verify",
+        "commands",
+        source,
+        warnings,
+        "commands it names would run; pass --verify or set it in your user config",
+    )
     tools = data.get("tools")
     if isinstance(tools, dict) and tools.get("computer") is True:
         del tools["computer"]  # a pull request must not turn on screenshots sent to the provider
@@ -119,12 +120,15 @@ def _clamp_children(data: dict[str, Any], source: str, warnings: list[str]) -> N
             if key in sandbox:
                 del sandbox[key]
                 warnings.append(f"{source}: `sandbox.{key}` is ignored in a project config")
-    exec_ = data.get("exec")
-    if isinstance(exec_, dict) and "env_allow" in exec_:
-        del exec_["env_allow"]
-        warnings.append(
-            f"{source}: `exec.env_allow` is ignored in a project config (it could pass secrets to commands)"
-        )
+    _drop(data, "exec", "env_allow", source, warnings, "it could pass secrets to commands")
+
+
+def _drop(data: dict[str, Any], table: str, key: str, source: str, warnings: list[str], why: str) -> None:
+    """Remove `table.key` from the project layer, warning with `why`."""
+    section = data.get(table)
+    if isinstance(section, dict) and key in section:
+        del section[key]
+        warnings.append(f"{source}: `{table}.{key}` is ignored in a project config ({why})")
 
 
 def _clamp_numbers(

@@ -244,24 +244,24 @@ def _floors(call: _Call, verdict: Verdict, reason: str) -> tuple[Verdict, str]:
     """Step 6: what even full_access keeps: write-shaped MCP tools (`external_writes`) and
     machine-scoped installs (`system_installs`) get at least the configured verdict."""
     policy = call.policy
-    if call.request.category == "mcp" and not call.request.mcp_read_only_hint:
-        floor = _FLOOR_VERDICT[policy.external_writes]
-        if _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
-            verdict = floor
-            reason = (
-                "external-writes policy blocks write-shaped MCP tools"
-                if floor == "deny"
-                else f"external_writes = {policy.external_writes}: write-shaped MCP tool"
-            )
-    if call.risk == "system_mutation":
-        floor = _FLOOR_VERDICT[policy.system_installs]
-        if _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
-            verdict = floor
-            reason = (
-                "system-installs policy blocks machine-scoped installs"
-                if floor == "deny"
-                else f"system_installs = {policy.system_installs}: machine-scoped install"
-            )
+    floors = (
+        (
+            call.request.category == "mcp" and not call.request.mcp_read_only_hint,
+            policy.external_writes,
+            "external-writes policy blocks write-shaped MCP tools",
+            f"external_writes = {policy.external_writes}: write-shaped MCP tool",
+        ),
+        (
+            call.risk == "system_mutation",
+            policy.system_installs,
+            "system-installs policy blocks machine-scoped installs",
+            f"system_installs = {policy.system_installs}: machine-scoped install",
+        ),
+    )
+    for applies, level, deny_reason, raise_reason in floors:
+        floor = _FLOOR_VERDICT[level]
+        if applies and _VERDICT_SEVERITY[floor] > _VERDICT_SEVERITY[verdict]:
+            verdict, reason = floor, deny_reason if floor == "deny" else raise_reason
     return verdict, reason
 
 

@@ -35,14 +35,7 @@ def resolve_ask(
         return replace(
             outcome, verdict="allow", by="headless", reason="allowed headless by --allow-untrusted-tools"
         )
-    return replace(
-        outcome,
-        verdict="deny",
-        by="headless",
-        blocked=True,
-        checkpoint=False,
-        reason=headless_message(request, outcome, policy),
-    )
+    return _headless_block(outcome, headless_message(request, outcome, policy))
 
 
 def resolve_review(
@@ -59,17 +52,16 @@ def resolve_review(
         return replace(outcome, verdict="allow", by="classifier", reason=reason or "auto reviewer: ALLOW")
     if interactive:
         return replace(outcome, verdict="ask", by="classifier", reason=f"auto reviewer escalated: {reason}")
-    return replace(
+    return _headless_block(
         outcome,
-        verdict="deny",
-        by="headless",
-        blocked=True,
-        checkpoint=False,
-        reason=(
-            f"{request.label} blocked by the auto-mode safety review: {reason}. Nobody can approve it in a "
-            "headless run; to let it run, add a [[safety.overrides]] allow rule for it or use --safety full_access."
-        ),
+        f"{request.label} blocked by the auto-mode safety review: {reason}. Nobody can approve it in a "
+        "headless run; to let it run, add a [[safety.overrides]] allow rule for it or use --safety full_access.",
     )
+
+
+def _headless_block(outcome: PolicyOutcome, reason: str) -> PolicyOutcome:
+    """An ask nobody can answer: denied as a block (the run ends exit 3), with no checkpoint."""
+    return replace(outcome, verdict="deny", by="headless", blocked=True, checkpoint=False, reason=reason)
 
 
 def session_allow_key(request: ActionRequest, shell: ShellClassification | None) -> str | None:
