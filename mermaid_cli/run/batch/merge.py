@@ -4,7 +4,7 @@ or bundled.
 The shards must come from one task list (same digest and id list) and one plan (same shard
 count), each shard exactly once, each task exactly once; anything else is a usage error naming
 what is missing or duplicated, and nothing is written. Patches are applied in task order with
-`git apply --3way` after a `--check`; a patch that does not apply is reported as a conflict and
+`git apply` after a `--check`; a patch that does not apply is reported as a conflict and
 saved beside the results, never forced.
 """
 
@@ -72,8 +72,9 @@ async def apply_patches(results: list[TaskResult], repo: Path, conflicts_dir: Pa
         if not patch.strip():
             continue
         try:
-            await git(repo, "apply", "--check", "--3way", "--binary", "-", stdin=patch)
-            await git(repo, "apply", "--3way", "--binary", "-", stdin=patch)
+            # no --3way: it "applies" a clash by writing conflict markers into the file
+            await git(repo, "apply", "--check", "--binary", "-", stdin=patch)
+            await git(repo, "apply", "--binary", "-", stdin=patch)
         except WorkspaceError:
             conflicts_dir.mkdir(parents=True, exist_ok=True)
             (conflicts_dir / f"{result.task_id}.patch").write_bytes(patch)
