@@ -149,13 +149,23 @@ def run_command(tasks_file: Path, **flags: Any) -> None:
 @batch_group.command("plan")
 @click.argument("tasks_file", metavar="TASKS.jsonl", type=click.Path(path_type=Path))
 @click.option("--shards", type=click.IntRange(1, 256), required=True, help="How many machines.")
-def plan_command(tasks_file: Path, shards: int) -> None:
-    """Print the shard matrix as one JSON line.
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["github", "gitlab"]),
+    default="github",
+    show_default=True,
+    help="github: the matrix JSON; gitlab: the shard count for `parallel:`.",
+)
+def plan_command(tasks_file: Path, shards: int, fmt: str) -> None:
+    """Print the shard plan (more shards than tasks plans one per task).
 
     \b
-    GitHub:  strategy: { matrix: ${{ fromJSON(needs.plan.outputs.matrix) }} }
-             then `mermaid batch TASKS.jsonl --shard ${{ matrix.shard }}`
-    GitLab:  parallel: N, then `mermaid batch TASKS.jsonl --shard $CI_NODE_INDEX/$CI_NODE_TOTAL`
+    GitHub:  echo "matrix=$(mermaid batch plan TASKS.jsonl --shards 4)" >> "$GITHUB_OUTPUT"
+             strategy: { matrix: ${{ fromJSON(needs.plan.outputs.matrix) }} }
+             mermaid batch TASKS.jsonl --shard ${{ matrix.shard }}
+    GitLab:  parallel: N   (mermaid batch plan TASKS.jsonl --shards N --format gitlab)
+             mermaid batch TASKS.jsonl --shard $CI_NODE_INDEX/$CI_NODE_TOTAL
     """
     from mermaid_cli.run.batch.plan import matrix
     from mermaid_cli.run.batch.tasks import load_tasks
@@ -164,6 +174,9 @@ def plan_command(tasks_file: Path, shards: int) -> None:
         plan = matrix(load_tasks(tasks_file), shards)
     except MermaidError as exc:
         _fail(exc)
+    if fmt == "gitlab":
+        click.echo(len(plan["include"]))
+        return
     click.echo(json.dumps(plan, separators=(",", ":")))
 
 

@@ -46,15 +46,16 @@ def shard_tasks(tasks: TaskList, shard: Shard) -> list[BatchTask]:
     return [task for position, task in enumerate(tasks.tasks) if position % shard.total == shard.index - 1]
 
 
-def matrix(tasks: TaskList, shards: int) -> dict[str, object]:
-    """The plan as JSON for a GitHub `strategy.matrix: ${{ fromJSON(...) }}` (`include` rows with
-    the shard and its task count) and for GitLab (`parallel`: the shard count). A shard that would
-    get no task is not planned: more shards than tasks plans one shard per task."""
+def matrix(tasks: TaskList, shards: int) -> dict[str, list[dict[str, object]]]:
+    """The plan as a GitHub `strategy.matrix` (`${{ fromJSON(needs.plan.outputs.matrix) }}`):
+    only an `include` list of rows (shard and task count), since every other top-level key of a
+    matrix would become a dimension. A shard that would get no task is not planned: more shards
+    than tasks plans one shard per task."""
     if not 1 <= shards <= MAX_SHARDS:
         raise UsageError(f"--shards {shards}: must be between 1 and {MAX_SHARDS}")
     total = min(shards, len(tasks.tasks))
-    rows = [
+    rows: list[dict[str, object]] = [
         {"shard": f"{index}/{total}", "tasks": len(shard_tasks(tasks, Shard(index=index, total=total)))}
         for index in range(1, total + 1)
     ]
-    return {"include": rows, "parallel": total, "tasks": len(tasks.tasks), "digest": tasks.digest}
+    return {"include": rows}
