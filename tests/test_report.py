@@ -136,3 +136,23 @@ def test_a_batch_results_file_reports_its_tasks(project, tmp_path):
     assert out.code == 0, out.stderr
     assert "## Mermaid batch: success (exit 0)" in out.stdout and "| only | success | 0 |" in out.stdout
     assert "section Tasks" in out.stdout
+
+
+def test_every_event_carries_a_ts_that_never_goes_backwards(project, tmp_path):
+    events = [json.loads(line) for line in scripted_run(project, tmp_path).read_text().splitlines()]
+    stamps = [event["ts"] for event in events]
+    assert all(isinstance(ts, int) and ts >= 0 for ts in stamps)
+    assert stamps == sorted(stamps)
+    assert all(list(event)[-1] == "ts" for event in events)  # the last field of every line
+    # with ts, the timeline is measured, not laid end to end
+    md = run_mermaid(["report", str(tmp_path / "events.jsonl")], project).stdout
+    assert "approximate" not in md
+
+
+def test_events_without_ts_still_report_marked_approximate(project, tmp_path):
+    events = scripted_run(project, tmp_path)
+    stripped = tmp_path / "old.jsonl"
+    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    stripped.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "ts"}) + "\n" for row in rows))
+    md = run_mermaid(["report", str(stripped)], project).stdout
+    assert "approximate" in md and md.count("    turn ") == 3
