@@ -23,6 +23,9 @@ class LazyCommand(NamedTuple):
 
 
 COMMANDS: dict[str, LazyCommand] = {
+    "batch": LazyCommand(
+        "mermaid_cli.cli.batch", "batch_group", "Run many tasks: locally with --jobs, or sharded for a CI matrix."
+    ),
     "checkpoints": LazyCommand(
         "mermaid_cli.cli.checkpoints",
         "checkpoints_command",
@@ -41,6 +44,9 @@ COMMANDS: dict[str, LazyCommand] = {
         "mermaid_cli.cli.providers", "logout_command", "Remove a provider API key from the OS keyring."
     ),
     "mcp": LazyCommand("mermaid_cli.cli.mcp", "mcp_group", "Manage MCP servers (add, remove, list, login)."),
+    "report": LazyCommand(
+        "mermaid_cli.cli.report", "report_command", "Draw a run or a batch as Markdown (gantt) or HTML."
+    ),
     "restore": LazyCommand(
         "mermaid_cli.cli.checkpoints", "restore_command", "Put files back as a checkpoint saved them."
     ),

@@ -101,3 +101,30 @@ EXIT_CODES = {
     "internal_error": 70,
     "timeout": 124,
 }
+
+#: When several outcomes apply (a run's errors, a batch's tasks), the first in this order wins
+#: (docs/exit-codes.md); `usage_error` ranks after `internal_error` because, once a run or task has
+#: started, a usage error is a fact about that one task's flags, not the batch's.
+STATUS_PRECEDENCE = (
+    "interrupted",
+    "timeout",
+    "internal_error",
+    "usage_error",
+    "provider_error",
+    "limit",
+    "blocked",
+    "failed",
+    "success",
+)
+
+
+def worst_status(statuses: list[str]) -> str:
+    """The status that wins among `statuses` by STATUS_PRECEDENCE (`success` for none); an unknown
+    status ranks as `internal_error`, since only a bug produces one."""
+    rank = {status: index for index, status in enumerate(STATUS_PRECEDENCE)}
+    worst = "success"
+    for status in statuses:
+        known = status if status in rank else "internal_error"
+        if rank[known] < rank[worst]:
+            worst = known
+    return worst

@@ -20,9 +20,15 @@ class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     _omit_unset: ClassVar[frozenset[str]] = frozenset()
     _flags: ClassVar[frozenset[str]] = frozenset({"fuzzy"})
+    #: milliseconds since the run started, stamped as the event is emitted (additive to protocol
+    #: 1: a reader that ignores unknown fields is unaffected); the last field of every line
+    ts: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
+        ts = data.pop("ts", None)
+        if ts is not None:
+            data["ts"] = ts
         for key in self._omit_unset:
             # `is`, not `==`: 0 == False, and an exit code of 0 is a value, not an absence;
             # only a flag (`fuzzy`) is absent when False

@@ -187,5 +187,8 @@ async def start_mcp(
         await manager.aclose()
         raise
     registry.add_dynamic(manager)
-    errors = [ev.Error(message=f"MCP server {name}: {message}", code="mcp_server") for name, message in manager.errors()]
+    errors = [
+        ev.Error(message=f"MCP server {name}: {message}", code="mcp_server")
+        for name, message in manager.errors()
+    ]
     return manager, errors

@@ -31,6 +31,12 @@ class Output:
         #: the run's known secret values, for the stream hold-back (set with `redact`)
         self.secrets: Callable[[], Iterable[str]] = tuple
         self._streams: dict[type, StreamRedactor] = {}
+        self._t0 = io.monotonic()
+
+    def _stamp(self, event: ev._Event) -> None:
+        """`ts`: ms since the run started, so a run can be drawn (`mermaid report`)."""
+        if event.ts is None:
+            event.ts = max(int((self.io.monotonic() - self._t0) * 1000), 0)
 
     def emit(self, event: ev._Event) -> None:
         if isinstance(event, ev.Text | ev.Reasoning):
@@ -47,6 +53,8 @@ class Output:
             event = type(event)(delta=delta)
         else:
             self._flush_streams()
+        # stamped as it leaves, after any held-back text: `ts` never goes backwards in a stream
+        self._stamp(event)
         if self.format == "jsonl":
             self.writer.write(event)
         if self.session is not None and not isinstance(event, (ev.Text, ev.Reasoning)):
@@ -58,7 +66,9 @@ class Output:
         for kind, stream in list(self._streams.items()):
             rest = stream.flush()
             if rest and self.format == "jsonl":
-                self.writer.write(kind(delta=rest))
+                held = kind(delta=rest)
+                self._stamp(held)
+                self.writer.write(held)
 
     def _progress(self, event: ev._Event) -> None:
         if isinstance(event, ev.Error):  # errors and warnings show even with -q
@@ -112,6 +122,7 @@ class Output:
                 pass
 
     def final(self, result: ev.Result) -> None:
+        self._stamp(result)
         if self.format == "jsonl":
             return  # the result line was already streamed
         if self.format == "json":

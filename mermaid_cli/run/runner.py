@@ -308,7 +308,11 @@ class Run:
         """Project-relative paths of the files Mermaid itself writes during this run."""
         from mermaid_cli.run.workspace_diff import stream_target
 
-        targets = [self.io.cwd / name for name in (self.opts.record, self.opts.diff_out, self.opts.output_last_message) if name]
+        targets = [
+            self.io.cwd / name
+            for name in (self.opts.record, self.opts.diff_out, self.opts.output_last_message)
+            if name
+        ]
         stdout_file = stream_target(self.io.stdout)
         if stdout_file is not None:
             targets.append(stdout_file)
@@ -489,7 +493,9 @@ class Run:
         else:
             self.project_root = io.cwd.resolve()
         if opts.ephemeral and (opts.resume or opts.continue_):
-            raise UsageError("--ephemeral cannot be used with --resume or --continue (nothing is saved to resume)")
+            raise UsageError(
+                "--ephemeral cannot be used with --resume or --continue (nothing is saved to resume)"
+            )
         if opts.resume and opts.continue_:
             raise UsageError("--resume and --continue cannot be used together")
         if opts.system_prompt is not None and opts.system_prompt_file is not None:
@@ -503,7 +509,6 @@ class Run:
         ):
             if name:
                 _check_writable(flag, io.cwd / name, make_parents=make_parents)
-
 
     def _load_settings(self) -> Settings:
         """Every config layer with the flags on top; then what follows from the settings: the
@@ -623,7 +628,9 @@ class Run:
 
                     store_root = Path(tempfile.mkdtemp(prefix="mermaid-ephemeral-"))
                     self.cleanups.append(lambda: shutil.rmtree(store_root, ignore_errors=True))
-                self.session_id, writer = create_session(store_root, io.clock(), redact=self.redact, clock=io.clock)
+                self.session_id, writer = create_session(
+                    store_root, io.clock(), redact=self.redact, clock=io.clock
+                )
         except OSError as exc:
             where = self.project_root / ".mermaid" / "conversations"
             raise UsageError(f"cannot write the session under {where}: {exc.strerror or exc}") from None
@@ -661,7 +668,9 @@ class Run:
         for warning in self.run_sandbox.warnings:
             self.out.note(warning)
         if self.run_sandbox.degraded:
-            self.pending_errors.append(ev.Error(message=self.run_sandbox.warnings[-1], code="sandbox_degraded"))
+            self.pending_errors.append(
+                ev.Error(message=self.run_sandbox.warnings[-1], code="sandbox_degraded")
+            )
         settings.safety.mark_sandboxed(self.run_sandbox.confining)
 
     def _tool_context(self, settings: Settings, writer: SessionWriter) -> ToolContext:

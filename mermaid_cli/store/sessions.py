@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.core.types import Message
+from mermaid_cli.store.local import local_dir
 
 FORMAT_VERSION = 1
 
@@ -35,14 +36,7 @@ def conversations_dir(project_root: Path) -> Path:
 
 def _ensure_dir(project_root: Path) -> Path:
     d = conversations_dir(project_root)
-    if not d.is_dir():
-        d.mkdir(parents=True, exist_ok=True)
-        gitignore = project_root / ".mermaid" / ".gitignore"
-        if not gitignore.exists():
-            # It ignores itself too, so `git status` after a run shows only the agent's changes
-            # and a following `git add -A` commits nothing of Mermaid's.
-            gitignore.write_text("# Mermaid's local run history stays out of git\nconversations/\n.gitignore\n")
-    return d
+    return d if d.is_dir() else local_dir(project_root, "conversations")
 
 
 def new_session_id(now: datetime) -> str:
