@@ -13,8 +13,8 @@ import yaml
 from conftest import ROOT, call, say, write_script
 
 REUSABLE = ROOT / ".github" / "workflows" / "mermaid-batch.yml"
-CALLER = ROOT / "examples" / "workflows" / "batch.yml"
-GITLAB = ROOT / "examples" / "gitlab" / "batch.gitlab-ci.yml"
+CALLER = ROOT / "examples" / "batch" / "github.yml"
+GITLAB = ROOT / "examples" / "batch" / "gitlab-ci.yml"
 
 
 def check_schema(schema: str, *files: Path) -> None:

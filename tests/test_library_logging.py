@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,7 +21,7 @@ KEY = "sk-ant-JUNKJUNKJUNKJUNKJUNK0123"
 
 def _output(debug: bool) -> tuple[Output, io.StringIO]:
     err = io.StringIO()
-    out = Output("jsonl", SimpleNamespace(stdout=io.BytesIO(), stderr=err), quiet=False)
+    out = Output("jsonl", SimpleNamespace(stdout=io.BytesIO(), stderr=err, monotonic=time.monotonic), quiet=False)
     out.redact = Redactor(["s3cr3t-value"]).redact
     out.install_logging(debug=debug)
     return out, err

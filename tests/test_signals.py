@@ -110,12 +110,19 @@ def test_sigterm_while_mcp_servers_start_still_ends_with_a_result(project, isola
     hang = Path(__file__).parent / "mcp_servers" / "hang.py"
     cfg = isolated_env / "config" / "config.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
+    started = project.parent / "hang.pid"
     cfg.write_text(
-        f'[mcp_servers.slow]\ncommand = "{sys.executable}"\nargs = ["{hang}"]\nstartup_timeout_secs = 60\n'
+        f'[mcp_servers.slow]\ncommand = "{sys.executable}"\nargs = ["{hang}", "{started}"]\n'
+        "startup_timeout_secs = 60\n"
     )
     write_script(project / "s.jsonl", [say("never")])
     proc = _start(project, ["--model", "replay/s.jsonl", "wait"])
-    time.sleep(2.0)  # the server is starting and will not answer
+    # the run is waiting on the server (its signal handlers long installed) once the server wrote
+    # its pid; a fixed sleep alone raced a slow start on a loaded machine
+    deadline = time.monotonic() + 50
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     events = [json.loads(x) for x in out.splitlines()]
