@@ -22,10 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mermaid_cli.config.sections.base import Section
 from mermaid_cli.config.sections.exec import ExecSection
-from mermaid_cli.config.sections.hooks import HookSpec
+from mermaid_cli.config.sections.hooks import HookSpec, LifecycleHooks
 from mermaid_cli.config.sections.longrun import CompactionSection, MemorySection
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.config.sections.models import ModelSettings
+from mermaid_cli.config.sections.plugins import PluginsSection
 from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
 from mermaid_cli.config.sections.safety import SafetySettings
 from mermaid_cli.config.sections.sandbox import SandboxSection
@@ -55,7 +56,7 @@ class VerifySettings(Section):
     timeout: float = Field(600, gt=0, description="Seconds each verify command may run.")
 
 
-class HooksSettings(Section):
+class HooksSettings(LifecycleHooks):
     before_tool_use: list[HookSpec] = Field(
         default_factory=list, description="Commands that see each tool call first and may deny or rewrite it."
     )
@@ -83,10 +84,11 @@ class Settings(BaseModel):
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     tools: ProviderToolsSettings = Field(default_factory=ProviderToolsSettings)
+    plugins: PluginsSection = Field(default_factory=PluginsSection)
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.
-PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "models", "model", "hooks")
+PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "models", "model", "hooks", "plugins")
 PROJECT_FORBIDDEN_SAFETY = ("allow_readonly_web", "allow_untrusted_headless_tools", "auto_classifier_model")
 
 
