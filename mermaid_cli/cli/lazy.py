@@ -41,6 +41,7 @@ COMMANDS: dict[str, LazyCommand] = {
         "mermaid_cli.cli.providers", "logout_command", "Remove a provider API key from the OS keyring."
     ),
     "mcp": LazyCommand("mermaid_cli.cli.mcp", "mcp_group", "Manage MCP servers (add, remove, list, login)."),
+    "plugin": LazyCommand("mermaid_cli.cli.plugin", "plugin_group", "Install, enable and audit plugins."),
     "restore": LazyCommand(
         "mermaid_cli.cli.checkpoints", "restore_command", "Put files back as a checkpoint saved them."
     ),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from mermaid_cli.config.loader import Settings, find_git_root, user_config_dir
 from mermaid_cli.config.sections.hooks import LIFECYCLE_EVENTS, HookSpec
@@ -146,13 +146,13 @@ def plugin_agent_types(settings: Settings, env: Mapping[str, str]) -> tuple[list
 
 def doctor_report(
     settings: Settings, project_root: Path, env: Mapping[str, str]
-) -> list[tuple[str, str, str]]:
+) -> list[tuple[str, Literal["ok", "warn"], str]]:
     """(check name, status, detail) lines for `mermaid doctor`: plugins, skills, skipped files."""
     plugins, warnings = enabled_plugins(settings, env)
     skills = discover(
         skill_roots(project_root, env, plugins), project_root=find_git_root(project_root) or project_root
     )
-    out = [
+    out: list[tuple[str, Literal["ok", "warn"], str]] = [
         (
             "plugins",
             "ok",
