@@ -76,11 +76,17 @@ def test_every_lifecycle_event_fires_once_with_its_payload(project, isolated_env
         "skills": 0,
     }
     after = [r["payload"] for r in records if r["payload"]["event"] == "after_tool_use"]
-    assert [(a["tool"], a["status"]) for a in after] == [("write_file", "success"), ("execute_command", "error")]
+    assert [(a["tool"], a["status"]) for a in after] == [
+        ("write_file", "success"),
+        ("execute_command", "error"),
+    ]
     assert set(after[0]) == {"event", "session_id", "call_id", "tool", "status", "summary"}
     assert after[0]["call_id"] == "tool#1" and after[0]["summary"]
     assert set(by["turn_done"]) == {"event", "session_id", "turn", "total_tokens", "stop_reason"}
-    assert by["approval_requested"]["tool"] == "execute_command" and by["approval_requested"]["call_id"] == "tool#2"
+    assert (
+        by["approval_requested"]["tool"] == "execute_command"
+        and by["approval_requested"]["call_id"] == "tool#2"
+    )
     assert by["approval_requested"]["risk"]
     checkpoint = by["checkpoint"]
     assert checkpoint["files"] == [str((project / "a.txt").resolve())] and checkpoint["id"]

@@ -134,7 +134,9 @@ def audit(root: Path, *, walk: bool = True) -> Audit:
     manifest = load_manifest(root)
     out = Audit(Path(os.path.realpath(root)), manifest)
     for kind, rel in manifest.assets():
-        out.paths[(kind, rel)] = contained(root, rel, f"{kind} entry")
+        out.paths[(kind, rel)] = path = contained(root, rel, f"{kind} entry")
+        if kind == "hooks" and not (path.is_file() and os.access(path, os.X_OK)):
+            raise PluginError(f"hooks entry: {rel!r} is not an executable file (chmod +x it)")
     if walk:
         _walk(out)
     return out
