@@ -23,6 +23,7 @@ from mermaid_cli.extensions.plugins import LoadedPlugin, enabled_plugins
 from mermaid_cli.extensions.skills import SkillRoot, SkillSet, discover
 
 if TYPE_CHECKING:
+    from mermaid_cli.run.output import Output
     from mermaid_cli.tools.base import ToolRegistry
 
 
@@ -132,6 +133,17 @@ def load_for_run(
         skills=len(skills.skills),
     )
     return RunExtensions(plugins, skills, commands, bundle.agent_types, observer, note)
+
+
+def attach_to_run(
+    out: Output, settings: Settings, project_root: Path, env: Mapping[str, str]
+) -> RunExtensions:
+    """`load_for_run`, with warnings on the run's stderr and the lifecycle observer watching every
+    event the run emits from now on (the runner's one call)."""
+    ext = load_for_run(settings, project_root, env, note=out.note)
+    if ext.observer is not None:
+        out.emit = ext.observer.watch(out.emit)  # type: ignore[method-assign,assignment]
+    return ext
 
 
 def plugin_agent_types(settings: Settings, env: Mapping[str, str]) -> tuple[list[PluginAgentType], list[str]]:

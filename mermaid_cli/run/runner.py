@@ -406,7 +406,8 @@ class Run:
         opts, io = self.opts, self.io
         self._check_options()
         settings = self._load_settings()
-        self._load_extensions(settings)
+        from mermaid_cli.extensions.session import attach_to_run  # plugins, skills, commands, observers
+        self.ext = attach_to_run(self.out, settings, self.project_root, io.env)
         history, history_ids, seq = self._load_history()
 
         if opts.mcp_prompt is None:
@@ -483,14 +484,6 @@ class Run:
             monotonic=io.monotonic,
             gate=gate,
         )
-
-    def _load_extensions(self, settings: Settings) -> None:
-        """Plugins, skills, prompt commands and lifecycle observers (extensions/session.py); the
-        observers see every event from here on."""
-        from mermaid_cli.extensions.session import load_for_run
-
-        self.ext = load_for_run(settings, self.project_root, self.io.env, note=self.out.note)
-        self.out.emit = self.ext.observer.watch(self.out.emit)  # type: ignore[method-assign]
 
     def _check_options(self) -> None:
         """Flag combinations and output paths, checked before anything is loaded (exit 2)."""
