@@ -104,7 +104,7 @@ def test_a_failing_observer_is_a_warning(project, isolated_env):
     script = write_script(project / "s.jsonl", [say("fine")])
     out = run_inprocess(["--json", "--model", f"replay/{script}", "hi"], project)
     assert out.code == 0 and out.events[-1]["status"] == "success"
-    assert "warning: hook: session_start hook echo: exited with status 1: broken; no opinion" in out.stderr
+    assert "warning: hook: session_start hook echo: exited with status 1: broken\n" in out.stderr
     assert "turn_done hook exit: exited with status 2 (observers cannot deny)" in out.stderr
 
 

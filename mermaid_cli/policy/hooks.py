@@ -117,8 +117,8 @@ async def run_observers(
     results = await asyncio.gather(*(_run_one(h, data, h.timeout or timeout, True, event) for h in hooks))
     warnings = []
     for hook, r in zip(hooks, results, strict=True):
-        if r.warning:
-            warnings.append(f"{event} hook {hook.label}: {r.warning}")
+        if r.warning:  # "no opinion" is the decision protocol's word; observers have none
+            warnings.append(f"{event} hook {hook.label}: {r.warning.removesuffix('; no opinion')}")
         elif r.decision == "deny":  # exit 2 means nothing here: report it as the failure it is
             warnings.append(f"{event} hook {hook.label}: exited with status 2 (observers cannot deny)")
     return warnings
