@@ -212,3 +212,17 @@ def test_no_skills_no_tools_and_doctor_reports_skips(project):
     skills = [c for c in checks if c.name == "skills"]
     assert skills[0].detail == "1 found (1 project)"
     assert skills[1].status == "warn" and "broken" in skills[1].detail and "never closed" in skills[1].detail
+
+
+def test_reading_a_project_skill_with_read_file_marks_the_run_untrusted(project):
+    skill(project / ".mermaid" / "skills", "fix", "fix things")
+    (project / "notes.md").write_text("plain\n")
+    script = write_script(
+        project / "s.jsonl", [call("read_file", {"path": ".mermaid/skills/fix/SKILL.md"}), say("done")]
+    )
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "go"], project)
+    assert out.code == 0, out.stderr
+    assert out.events[-1]["untrusted_content"] is True
+    script = write_script(project / "s2.jsonl", [call("read_file", {"path": "notes.md"}), say("done")])
+    other = run_inprocess(["--json", "--model", f"replay/{script}", "go"], project)
+    assert other.code == 0 and other.events[-1]["untrusted_content"] is False

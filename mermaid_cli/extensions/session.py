@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mermaid_cli.config.loader import Settings, find_git_root, user_config_dir
 from mermaid_cli.config.sections.hooks import LIFECYCLE_EVENTS, HookSpec
@@ -20,6 +20,7 @@ from mermaid_cli.extensions.commands import CommandRoot, CommandSet
 from mermaid_cli.extensions.commands import discover as discover_commands
 from mermaid_cli.extensions.lifecycle import LifecycleObserver
 from mermaid_cli.extensions.plugins import LoadedPlugin, enabled_plugins
+from mermaid_cli.extensions.skill_tools import ProjectSkillReads, UntrustedFlag
 from mermaid_cli.extensions.skills import SkillRoot, SkillSet, discover
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class RunExtensions:
     agent_types: list[PluginAgentType] = field(default_factory=list)
     observer: LifecycleObserver | None = None
     note: Callable[[str], None] = lambda _text: None
+    reads: ProjectSkillReads | None = None
 
     @property
     def plugin_names(self) -> list[str]:
@@ -57,6 +59,26 @@ class RunExtensions:
             from mermaid_cli.extensions.skill_tools import SkillTools
 
             registry.add_dynamic(SkillTools(self.skills))
+
+    def track(self, stats: UntrustedFlag) -> None:
+        """The run's stats, which a `read_file` of a project skill marks untrusted."""
+        if self.reads is not None:
+            self.reads.track(stats)
+
+    def watch(self, emit: Callable[[Any], None]) -> Callable[[Any], None]:
+        """`emit`, also feeding the lifecycle observer and the project-skill read tracker."""
+        if self.observer is not None:
+            emit = self.observer.watch(emit)
+        reads = self.reads
+        if reads is None or not reads.active:
+            return emit
+        inner = emit
+
+        def watched(event: Any) -> None:
+            reads.on_event(event)  # before the observers: `session_end` blocks
+            inner(event)
+
+        return watched
 
     def system_prompt(self, base: str) -> str:
         """`base` with the skills index appended (byte-stable: the same skills give the same bytes)."""
@@ -132,7 +154,8 @@ def load_for_run(
         plugins=[p.name for p in plugins],
         skills=len(skills.skills),
     )
-    return RunExtensions(plugins, skills, commands, bundle.agent_types, observer, note)
+    reads = ProjectSkillReads(skills, find_git_root(project_root) or project_root)
+    return RunExtensions(plugins, skills, commands, bundle.agent_types, observer, note, reads)
 
 
 def attach_to_run(
@@ -141,8 +164,7 @@ def attach_to_run(
     """`load_for_run`, with warnings on the run's stderr and the lifecycle observer watching every
     event the run emits from now on (the runner's one call)."""
     ext = load_for_run(settings, project_root, env, note=out.note)
-    if ext.observer is not None:
-        out.emit = ext.observer.watch(out.emit)  # type: ignore[method-assign,assignment]
+    out.emit = ext.watch(out.emit)  # type: ignore[method-assign,assignment]
     return ext
 
 

@@ -1,19 +1,22 @@
 """The `skill` and `skill_search` tools: load a discovered skill by name, or search every line of
 every skill. A project skill's text comes back inside the same untrusted block web pages use, and
 the result marks the run's content as untrusted (`metadata["untrusted_content"]`), since a pull
-request can add one. The tools join a run's registry as a dynamic source only when skills exist.
+request can add one; `ProjectSkillReads` does the same for a project skill read with `read_file`. The tools join a run's registry as a dynamic source only when skills exist.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from pydantic import Field
 
+from mermaid_cli.core import events as ev
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.extensions.skills import Skill, SkillSet, read_skill
 from mermaid_cli.integrations.web.report import untrusted_block
+from mermaid_cli.security.paths import PathRefused, locate
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 
 PROJECT_NOTE = (
@@ -124,3 +127,42 @@ class SkillTools:
 
     def lookup(self, name: str) -> Tool | None:
         return next((t for t in self._tools if t.name == name), None)
+
+
+class UntrustedFlag(Protocol):
+    """What `ProjectSkillReads` marks: the run's stats (`agent.state.RunStats`)."""
+
+    untrusted_content: bool
+
+
+class ProjectSkillReads:
+    """A project skill activated with `read_file` marks the run untrusted like the `skill` tool
+    does: watches `tool_started`/`tool_finished` for a successful read of a project SKILL.md."""
+
+    def __init__(self, skills: SkillSet, project_root: Path) -> None:
+        self._paths = {str(s.path) for s in skills.skills if s.untrusted}
+        self._root = project_root
+        self._pending: set[str] = set()
+        self._stats: UntrustedFlag | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self._paths)
+
+    def track(self, stats: UntrustedFlag) -> None:
+        self._stats = stats
+
+    def on_event(self, event: Any) -> None:
+        if isinstance(event, ev.ToolStarted) and event.name == "read_file" and event.arguments:
+            path = event.arguments.get("path")
+            if isinstance(path, str):
+                try:
+                    real = str(locate(self._root, path).path)
+                except PathRefused:
+                    return
+                if real in self._paths:
+                    self._pending.add(event.call_id)
+        elif isinstance(event, ev.ToolFinished) and event.call_id in self._pending:
+            self._pending.discard(event.call_id)
+            if event.status == "success" and self._stats is not None:
+                self._stats.untrusted_content = True

@@ -484,6 +484,7 @@ class Run:
             monotonic=io.monotonic,
             gate=gate,
         )
+        self.ext.track(self.agent.stats)  # a project skill read with read_file marks the run untrusted
 
     def _check_options(self) -> None:
         """Flag combinations and output paths, checked before anything is loaded (exit 2)."""
