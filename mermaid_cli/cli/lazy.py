@@ -47,6 +47,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "report": LazyCommand(
         "mermaid_cli.cli.report", "report_command", "Draw a run or a batch as Markdown (gantt) or HTML."
     ),
+    "plugin": LazyCommand("mermaid_cli.cli.plugin", "plugin_group", "Install, enable and audit plugins."),
     "restore": LazyCommand(
         "mermaid_cli.cli.checkpoints", "restore_command", "Put files back as a checkpoint saved them."
     ),

@@ -18,7 +18,7 @@ SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
 FLOOR_LEVELS = ("allow", "auto", "ask", "deny")  # loosest first
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.
-PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "models", "model", "hooks")
+PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "models", "model", "hooks", "plugins")
 PROJECT_FORBIDDEN_SAFETY = ("allow_readonly_web", "allow_untrusted_headless_tools", "auto_classifier_model")
 
 

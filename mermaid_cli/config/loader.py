@@ -23,10 +23,11 @@ from mermaid_cli.config.clamp import FLOOR_LEVELS, clamp_project
 from mermaid_cli.config.layers import Layer, copy_tree, find_git_root, merge, nest, parse_override, read_toml
 from mermaid_cli.config.sections.base import Section
 from mermaid_cli.config.sections.exec import ExecSection
-from mermaid_cli.config.sections.hooks import HookSpec
+from mermaid_cli.config.sections.hooks import HookSpec, LifecycleHooks
 from mermaid_cli.config.sections.longrun import CompactionSection, MemorySection
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.config.sections.models import ModelSettings
+from mermaid_cli.config.sections.plugins import PluginsSection
 from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
 from mermaid_cli.config.sections.safety import SafetySettings
 from mermaid_cli.config.sections.sandbox import SandboxSection
@@ -54,7 +55,7 @@ class VerifySettings(Section):
     timeout: float = Field(600, gt=0, description="Seconds each verify command may run.")
 
 
-class HooksSettings(Section):
+class HooksSettings(LifecycleHooks):
     before_tool_use: list[HookSpec] = Field(
         default_factory=list, description="Commands that see each tool call first and may deny or rewrite it."
     )
@@ -82,6 +83,7 @@ class Settings(BaseModel):
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     tools: ProviderToolsSettings = Field(default_factory=ProviderToolsSettings)
+    plugins: PluginsSection = Field(default_factory=PluginsSection)
 
 
 @dataclass

@@ -69,6 +69,10 @@ class SessionStarted(_Event):
     #: the kernel sandbox in force for processes started for the model (DESIGN §4.1); None when
     #: the run stopped before it was built
     sandbox: dict[str, Any] | None = None
+    #: the enabled plugins whose assets this run loaded (docs/extensions.md)
+    plugins: list[str] = Field(default_factory=list)
+    #: how many skills the system prompt's index knows (after dedupe)
+    skills: int = 0
 
 
 class Text(_Event):

@@ -14,6 +14,10 @@ the last `updatedInput` wins (the caller re-runs the gate on it) and `additional
 concatenate. Failures are asymmetric by design: a hook that crashes, times out (its whole process
 group is killed) or prints junk is reported in `warnings` and has no opinion, so a broken hook
 cannot lock every tool call out, while an explicit deny always denies.
+
+The observe-only lifecycle events (`session_start`, `after_tool_use`, `turn_done`,
+`approval_requested`, `checkpoint`, `session_end`) run the same way through `run_observers`, with
+`MERMAID_HOOK_EVENT` naming the event: whatever they print is ignored, and a failure is a warning.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from mermaid_cli.config.sections.hooks import HookSpec
 
 OUTPUT_CAP = 64 * 1024
 REASON_CAP = 1_000
+#: seconds an observer (and a plugin hook) may run before its process group is killed
+OBSERVER_TIMEOUT = 30.0
 
 HookDecision = Literal["allow", "deny", "ask"]
 
@@ -100,18 +106,38 @@ async def run_before_tool_use(
     return out
 
 
-def _hook_env(hook: HookSpec, plugin_env: bool) -> dict[str, str]:
+async def run_observers(
+    hooks: list[HookSpec], event: str, payload: dict[str, Any], *, timeout: float = OBSERVER_TIMEOUT
+) -> list[str]:
+    """Run every observer of `event` on `payload` concurrently; the warnings of those that failed
+    (exit status not 0, a timeout, a start error). Their output is ignored: observers decide nothing."""
+    if not hooks:
+        return []
+    data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+    results = await asyncio.gather(*(_run_one(h, data, h.timeout or timeout, True, event) for h in hooks))
+    warnings = []
+    for hook, r in zip(hooks, results, strict=True):
+        if r.warning:  # "no opinion" is the decision protocol's word; observers have none
+            warnings.append(f"{event} hook {hook.label}: {r.warning.removesuffix('; no opinion')}")
+        elif r.decision == "deny":  # exit 2 means nothing here: report it as the failure it is
+            warnings.append(f"{event} hook {hook.label}: exited with status 2 (observers cannot deny)")
+    return warnings
+
+
+def _hook_env(hook: HookSpec, plugin_env: bool, event: str = "before_tool_use") -> dict[str, str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/"),
-        "MERMAID_HOOK_EVENT": "before_tool_use",
+        "MERMAID_HOOK_EVENT": event,
     }
     if plugin_env and hook.name:
         env["MERMAID_PLUGIN_NAME"] = hook.name
     return env
 
 
-async def _run_one(hook: HookSpec, payload: bytes, timeout: float, plugin_env: bool) -> _Single:
+async def _run_one(
+    hook: HookSpec, payload: bytes, timeout: float, plugin_env: bool, event: str = "before_tool_use"
+) -> _Single:
     try:
         proc = await asyncio.create_subprocess_exec(
             "/bin/sh",
@@ -120,7 +146,7 @@ async def _run_one(hook: HookSpec, payload: bytes, timeout: float, plugin_env: b
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=_hook_env(hook, plugin_env),
+            env=_hook_env(hook, plugin_env, event),
             cwd=str(hook.cwd) if hook.cwd else None,
             start_new_session=True,  # its own process group, so a timeout kills grandchildren too
         )
@@ -171,6 +197,8 @@ async def _run_one(hook: HookSpec, payload: bytes, timeout: float, plugin_env: b
     if code != 0:
         detail = f": {err_text[:200]}" if err_text else ""
         return _Single(warning=f"exited with status {code}{detail}; no opinion")
+    if event != "before_tool_use":
+        return _Single()  # an observer's output means nothing
     return _parse(stdout.decode("utf-8", "replace"))
 
 

@@ -101,6 +101,9 @@ def run_checks(
         Check("git", "ok" if git else "warn", git or "git not on PATH: --diff-out compares file copies")
     )
     checks.extend(_mcp_checks(settings, start_mcp))
+    from mermaid_cli.extensions.session import doctor_report
+
+    checks.extend(Check(name, status, detail) for name, status, detail in doctor_report(settings, project_root, env))
     data = data_dir(env)
     checks.append(
         Check(

@@ -199,6 +199,7 @@ class Run:
         self.run_errors: list[str] = []  # checks that failed after the model finished (exit 1)
         self.structured_output: tuple[Any] | None = None
         self.snapshot: Any = None
+        self.ext: Any = None  # RunExtensions once the settings are loaded (extensions/session.py)
 
     # -- helpers ------------------------------------------------------------------------------
     def start_event(self) -> None:
@@ -216,6 +217,8 @@ class Run:
                 limits=self.limits,
                 policy_digest=self.policy_digest,
                 sandbox=self.run_sandbox.describe() if self.run_sandbox is not None else None,
+                plugins=self.ext.plugin_names if self.ext else [],
+                skills=self.ext.skill_count if self.ext else 0,
             )
         )
 
@@ -407,10 +410,12 @@ class Run:
         opts, io = self.opts, self.io
         self._check_options()
         settings = self._load_settings()
+        from mermaid_cli.extensions.session import attach_to_run  # plugins, skills, commands, observers
+        self.ext = attach_to_run(self.out, settings, self.project_root, io.env)
         history, history_ids, seq = self._load_history()
 
         if opts.mcp_prompt is None:
-            self.prompt = resolve_prompt(opts.prompt, io)
+            self.prompt = self.ext.expand_prompt(resolve_prompt(opts.prompt, io))
 
         provider, price = self._provider(settings)
         if not opts.quiet:
@@ -428,12 +433,13 @@ class Run:
             io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
         )
         registry = self._registry(settings)
+        self.ext.add_tools(registry)
         if settings.mcp_servers:
             await self._start_mcp(settings, registry)
         if opts.mcp_prompt is not None:
             self.prompt = await self._mcp_prompt()
         self.tools = registry.names()
-        self.system_prompt = self._system_prompt(settings)
+        self.system_prompt = self.ext.system_prompt(self._system_prompt(settings))
 
         writer = self._open_session(seq, resumed=bool(history))
 
@@ -449,6 +455,7 @@ class Run:
 
         self._start_sandbox(settings)
         ctx = self._tool_context(settings, writer)
+        ctx.checkpoint = self.ext.observer.checkpointing(ctx.checkpoint)
         self.ctx = ctx
         comp = settings.compaction
         ctx.interactive = self.interactive
@@ -481,6 +488,7 @@ class Run:
             monotonic=io.monotonic,
             gate=gate,
         )
+        self.ext.track(self.agent.stats)  # a project skill read with read_file marks the run untrusted
 
     def _check_options(self) -> None:
         """Flag combinations and output paths, checked before anything is loaded (exit 2)."""

@@ -21,10 +21,11 @@ def neutralise(text: str) -> str:
     return _TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
 
 
-def untrusted_block(source: str, text: str) -> str:
-    """`text` wrapped as untrusted data. `source` is a URL or a label (quotes are escaped)."""
+def untrusted_block(source: str, text: str, note: str = NOTE) -> str:
+    """`text` wrapped as untrusted data. `source` is a URL or a label (quotes are escaped); `note`
+    says where such text comes from (project skills reuse the block with their own)."""
     src = neutralise(source).replace('"', "%22")
-    return f'<{TAG} source="{src}">\n{NOTE}\n{neutralise(text)}\n</{TAG}>'
+    return f'<{TAG} source="{src}">\n{note}\n{neutralise(text)}\n</{TAG}>'
 
 
 def web_details(**fields: Any) -> dict[str, Any]:

@@ -1,0 +1,16 @@
+"""`[plugins]`: which installed plugins a run loads. Only the user config (and its profiles, `-c`)
+may enable one: a project config is committed with the code, and enabling a plugin grants command
+execution (hooks, MCP servers), so the loader drops `plugins` from a project file with a warning."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from mermaid_cli.config.sections.base import Section
+
+
+class PluginsSection(Section):
+    enabled: list[str] = Field(
+        default_factory=list,
+        description="Installed plugins to load, besides those `mermaid plugin enable` turned on.",
+    )

@@ -1,0 +1,131 @@
+"""The acme fixture plugin (fixtures/plugins/acme) end to end: installed and enabled with the CLI,
+then one scripted run against the fake provider uses all five asset kinds: its prompt command
+expands, its skill is in the index and loads, its MCP server's tool is called, its hook denies a
+call and sees every lifecycle event, and its agent type is offered to the agent tool's table."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from conftest import FIXTURES, run_mermaid
+from provider_fixtures import FakeProviderServer, fake_env
+
+ACME = FIXTURES / "plugins" / "acme"
+
+
+def _turn(*content: dict, stop: str = "tool_use") -> dict:
+    return {
+        "type": "turn",
+        "content": list(content),
+        "stop_reason": stop,
+        "usage": {"input_tokens": 50, "output_tokens": 5},
+    }
+
+
+def _call(cid: str, name: str, args: dict) -> dict:
+    return {"type": "tool_call", "id": cid, "name": name, "arguments": args}
+
+
+SCRIPT = [
+    _turn(_call("c1", "skill", {"name": "release-notes"})),
+    _turn(_call("c2", "mcp__acme__shout", {"text": "hi"})),
+    _turn(_call("c3", "write_file", {"path": "forbidden.txt", "content": "x"})),
+    _turn({"type": "text", "text": "Deployed."}, stop="stop"),
+]
+
+
+def install_acme(env: dict[str, str], cwd: Path) -> None:
+    installed = run_mermaid(["plugin", "install", str(ACME)], cwd, env=env)
+    assert installed.code == 0, installed.stderr
+    assert "installed" in installed.stdout and "acme" in installed.stdout
+    listed = run_mermaid(["plugin", "list"], cwd, env=env)
+    assert "acme 1.2.0 disabled" in listed.stdout
+    enabled = run_mermaid(["plugin", "enable", "acme"], cwd, env=env)
+    assert enabled.code == 0, enabled.stderr
+    assert "run 1 hook executable" in enabled.stdout and "start the MCP servers" in enabled.stdout
+
+
+def test_all_five_asset_kinds_in_one_run(project, isolated_env):
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    install_acme(env, project)
+    (isolated_env / "config").mkdir(parents=True, exist_ok=True)
+    (isolated_env / "config" / "config.toml").write_text("mcp_defer_tools = false\n")
+    with FakeProviderServer(SCRIPT) as server:
+        out = run_mermaid(
+            [
+                "exec",
+                "--json",
+                "--safety",
+                "full_access",
+                "--model",
+                "anthropic/claude-sonnet-4-5",
+                "/deploy prod",
+            ],
+            project,
+            env={**fake_env(server), **env},
+        )
+        requests = [json.dumps(r["body"]) for r in server.requests]
+    assert out.code == 0, out.stderr
+    started = out.events[0]
+    assert started["plugins"] == ["acme"] and started["skills"] == 1
+    assert {"skill", "skill_search", "mcp__acme__shout"} <= set(started["tools"])
+    # the prompt command expanded before the run: the model and the session got the expansion
+    assert "Deploy the current branch to prod. Write release notes first" in requests[0]
+    assert "/deploy prod" not in requests[0]
+    session = next((project / ".mermaid" / "conversations").glob("*.jsonl")).read_text()
+    assert "Deploy the current branch to prod." in session
+    # the skill index is in the system prompt; the skill loads with the skill tool
+    assert (
+        "release-notes: Write release notes from the changelog since the last tag (plugin:acme" in requests[0]
+    )
+    finished = {e["call_id"]: e for e in out.events if e["type"] == "tool_finished"}
+    assert finished["tool#1"]["status"] == "success" and "Group the entries" in finished["tool#1"]["output"]
+    # the plugin's MCP server (a ./ command inside the plugin) answered
+    assert finished["tool#2"]["status"] == "success" and "HI!" in finished["tool#2"]["output"]
+    # the plugin's hook denied the write
+    assert finished["tool#3"]["status"] == "error" and finished["tool#3"]["decision"]["by"] == "hook"
+    assert "forbidden.txt is off limits" in finished["tool#3"]["output"]
+    assert not (project / "forbidden.txt").exists()
+    # every hook event reached the plugin's hook, the lifecycle ones with their payloads
+    log = (isolated_env / "data" / "plugins" / "acme" / "events.log").read_text().splitlines()
+    seen = [line.split("\t", 1) for line in log]
+    names = [name for name, _ in seen]
+    assert names.count("session_start") == 1 and names.count("session_end") == 1
+    assert names.count("before_tool_use") == 3 and names.count("after_tool_use") == 3
+    assert names.count("turn_done") == 4
+    payloads = {name: json.loads(body) for name, body in seen if name != "before_tool_use"}
+    assert payloads["session_start"]["plugins"] == ["acme"] and payloads["session_start"]["skills"] == 1
+    assert payloads["session_end"]["status"] == "success" and payloads["session_end"]["exit_code"] == 0
+    assert payloads["session_end"]["report"] == "Deployed."
+    after = [json.loads(body) for name, body in seen if name == "after_tool_use"]
+    assert [(a["call_id"], a["tool"], a["status"]) for a in after] == [
+        ("tool#1", "skill", "success"),
+        ("tool#2", "mcp__acme__shout", "success"),
+        ("tool#3", "write_file", "error"),
+    ]
+
+
+def test_plugin_agent_types_reach_the_type_table(project, isolated_env):
+    install_acme({}, project)
+    from mermaid_cli.config.loader import load_settings
+    from mermaid_cli.extensions.session import plugin_agent_types
+
+    settings = load_settings(project_root=project).settings
+    types, warnings = plugin_agent_types(settings, os.environ)
+    assert warnings == []
+    [checker] = types
+    assert (checker.name, checker.plugin, checker.safety) == ("release-checker", "acme", "read_only")
+    assert checker.tools == ["read_file", "execute_command"]
+
+
+def test_disabled_plugin_contributes_nothing(project, isolated_env):
+    assert run_mermaid(["plugin", "install", str(ACME)], project).code == 0
+    script = project / "s.jsonl"
+    script.write_text('{"type":"turn","content":[{"type":"text","text":"ok"}],"stop_reason":"stop"}\n')
+    out = run_mermaid(["exec", "--json", "--model", "replay/s.jsonl", "/deploy prod"], project)
+    assert out.code == 0, out.stderr
+    assert out.events[0]["plugins"] == [] and out.events[0]["skills"] == 0
+    assert "/deploy is not a known prompt command; the prompt is sent as written" in out.stderr
