@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mermaid_cli.config.flags import ToolRules, apply_tool_rules
 from mermaid_cli.config.sections.base import Section
 from mermaid_cli.config.sections.exec import ExecSection
 from mermaid_cli.config.sections.hooks import HookSpec
@@ -337,6 +338,7 @@ def load_settings(
     policy: tuple[str, dict[str, Any]] | None = None,
     overrides: list[str] = (),  # type: ignore[assignment]
     flags: dict[str, Any] | None = None,
+    tool_rules: ToolRules | None = None,
 ) -> LoadedSettings:
     """Build the effective Settings from every layer. Pure apart from reading the two config files."""
     env = os.environ if env is None else env
@@ -390,6 +392,8 @@ def load_settings(
             continue
         flag = "--" + dotted.rsplit(".", 1)[-1].replace("_", "-")
         _merge(merged, nest(dotted.split("."), value), sources, f"flag {flag}")
+    if tool_rules is not None:  # around every layer's rules, never instead of them (config/flags.py)
+        apply_tool_rules(merged, tool_rules, sources)
 
     try:
         settings = Settings.model_validate(merged)

@@ -78,6 +78,9 @@ class ExecOptions:
     diff_out: str | None = None
     prompt_args: list[str] = field(default_factory=list)
     ephemeral: bool = False  # --ephemeral: write no session file
+    allowed_tools: list[str] = field(default_factory=list)  # --allowed-tools (config/flags.py)
+    disallowed_tools: list[str] = field(default_factory=list)  # --disallowed-tools
+    add_dirs: list[str] = field(default_factory=list)  # --add-dir: treated as inside the project
 
 
 @dataclass
@@ -531,6 +534,8 @@ class Run:
             from mermaid_cli.policy import find_preset, load_preset
 
             policy_layer = (f"--policy {find_preset(opts.policy)}", load_preset(opts.policy))
+        from mermaid_cli.config.flags import ToolRules
+
         loaded = cfg.load_settings(
             project_root=self.project_root,
             env=io.env,
@@ -538,6 +543,7 @@ class Run:
             policy=policy_layer,
             overrides=list(opts.config_overrides),
             flags=flags,
+            tool_rules=ToolRules(tuple(opts.allowed_tools), tuple(opts.disallowed_tools)),
         )
         for warning in loaded.warnings:
             self.out.note(warning)
