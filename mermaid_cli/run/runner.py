@@ -190,6 +190,7 @@ class Run:
         self.project_root = io.cwd
         self.safety_mode = opts.safety or "auto"
         self.tools: list[str] = []
+        self.added_dirs: tuple[str, ...] = ()  # --add-dir, resolved
         self.limits: dict[str, Any] = {}
         self.policy_digest: str | None = None
         self.signum: int | None = None
@@ -406,6 +407,12 @@ class Run:
         opts, io = self.opts, self.io
         self._check_options()
         settings = self._load_settings()
+        from mermaid_cli.security.paths import PathRefused, set_added_dirs
+
+        try:  # --add-dir: inside the project for this run's tasks (security/paths.py)
+            self.added_dirs = set_added_dirs(opts.add_dirs, io.cwd)
+        except PathRefused as exc:
+            raise UsageError(str(exc)) from None
         history, history_ids, seq = self._load_history()
 
         if opts.mcp_prompt is None:
@@ -658,8 +665,8 @@ class Run:
                 network_denied=settings.safety.network == "deny",
                 confine_fs=settings.safety.filesystem == "project",
                 project_root=self.project_root,
-                writable_roots=settings.sandbox.writable_roots,
-                readable_roots=settings.sandbox.readable_roots,
+                writable_roots=[*settings.sandbox.writable_roots, *self.added_dirs],
+                readable_roots=[*settings.sandbox.readable_roots, *self.added_dirs],
                 env=self.io.env,
             )
         except ValueError as exc:
