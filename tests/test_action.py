@@ -389,6 +389,7 @@ def test_inputs_become_one_argv_element_each(gh):
         "--path=sub",
         f"--model={gh.script(write_hello())}",
         "--safety=auto",
+        "--sandbox=on",  # the Action's default (input `sandbox`)
         "--max-turns=5",
         "--timeout=60",
         "--allow-untrusted-tools",
