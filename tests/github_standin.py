@@ -75,7 +75,13 @@ def _handler(state: GitHubState) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw)
             with state.lock:
                 state.requests.append(
-                    Seen(self.command, url.path, parse_qs(url.query), {k.lower(): v for k, v in self.headers.items()}, body)
+                    Seen(
+                        self.command,
+                        url.path,
+                        parse_qs(url.query),
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                    )
                 )
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self._send(401, {"message": "Bad credentials"})
@@ -88,7 +94,9 @@ def _handler(state: GitHubState) -> type[BaseHTTPRequestHandler]:
                 level = state.permissions.get(m.group(1).replace("%5B", "[").replace("%5D", "]"))
                 if self.command != "GET" or level is None:
                     return self._send(404, {"message": "Not Found"})
-                return self._send(200, {"permission": level, "role_name": level, "user": {"login": m.group(1)}})
+                return self._send(
+                    200, {"permission": level, "role_name": level, "user": {"login": m.group(1)}}
+                )
             if (m := re.fullmatch(base + r"/pulls/(\d+)", path)) and self.command == "GET":
                 pr = state.pulls.get(int(m.group(1)))
                 return self._send(200, pr) if pr else self._send(404, {"message": "Not Found"})

@@ -199,7 +199,9 @@ def test_a_sender_of_type_bot_is_a_bot(step, api):
 
 
 def test_an_allowed_bot_passes(step, api):
-    proc, out = step.run("gate.sh", "gate", {"allowed-bots": "dependabot[bot]"}, GITHUB_ACTOR="dependabot[bot]")
+    proc, out = step.run(
+        "gate.sh", "gate", {"allowed-bots": "dependabot[bot]"}, GITHUB_ACTOR="dependabot[bot]"
+    )
     assert proc.returncode == 0 and out["allowed"] == "true"
 
 
@@ -286,7 +288,10 @@ def test_start_posts_one_comment_then_later_runs_update_it_in_place(step, api):
     assert first["body"].startswith(marker("Mermaid/review")) and "Mermaid is working" in first["body"]
     post = next(r for r in api.state.requests if r.method == "POST")
     assert post.path == f"/repos/{OWNER}/{REPO}/issues/7/comments"
-    assert post.headers["authorization"] == f"Bearer {TOKEN}" and post.headers["content-type"] == "application/json"
+    assert (
+        post.headers["authorization"] == f"Bearer {TOKEN}"
+        and post.headers["content-type"] == "application/json"
+    )
     assert (run_dir / "comment-follow.pid").exists()
     # the finish step stops the follower and writes the outcome into the same comment
     _events(run_dir / "events.jsonl", {"type": "session_started"}, RESULT)
@@ -337,7 +342,9 @@ def test_comment_key_keeps_two_jobs_apart_and_pages_are_searched(step, api):
     mine = api.state.comment(5, marker("nightly") + "\nold", login=BOT)
     run_dir = step.tmp / "run"
     run_dir.mkdir()
-    proc, out = step.run("comment.sh", "comment", {"comment-key": "nightly"}, "start", MERMAID_RUN_DIR=str(run_dir))
+    proc, out = step.run(
+        "comment.sh", "comment", {"comment-key": "nightly"}, "start", MERMAID_RUN_DIR=str(run_dir)
+    )
     assert out["comment-id"] == str(mine["id"]) and "Mermaid is working" in mine["body"]
     pages = [r.query.get("page") for r in api.state.requests if r.method == "GET"]
     assert pages == [["1"], ["2"]]
@@ -393,12 +400,17 @@ def test_a_comment_github_refuses_is_a_warning_not_a_failed_job(step, api):
     step.event("issues", {"issue": {"number": 3}})
     run_dir = step.tmp / "run"
     run_dir.mkdir()
-    proc, _ = step.run("comment.sh", "comment", {"github-token": "ghs_wrong"}, "start", MERMAID_RUN_DIR=str(run_dir))
+    proc, _ = step.run(
+        "comment.sh", "comment", {"github-token": "ghs_wrong"}, "start", MERMAID_RUN_DIR=str(run_dir)
+    )
     assert proc.returncode == 0 and "::warning title=Mermaid comment::could not post" in proc.stdout
 
 
 def test_diff_stats_and_defuse():
-    assert diff_stats("--- a/x\n+++ b/x\n+a\n-b\n-c\n--- /dev/null\n+++ b/new\n+1\n") == [("x", 1, 2), ("new", 1, 0)]
+    assert diff_stats("--- a/x\n+++ b/x\n+a\n-b\n-c\n--- /dev/null\n+++ b/new\n+1\n") == [
+        ("x", 1, 2),
+        ("new", 1, 0),
+    ]
     assert defuse("ping @team and me@example.com") == "ping @\u200bteam and me@\u200bexample.com"
 
 
@@ -443,3 +455,13 @@ def test_tool_rules_and_add_dir_inputs_become_flags(tmp_path):
     assert "--allowed-tools=execute_command(git *)" in gh.argv
     assert "--disallowed-tools=web_fetch" in gh.argv and "--disallowed-tools=Bash(git push:*)" in gh.argv
     assert f"--add-dir={gh.workspace}/shared" in gh.argv and "--sandbox=best-effort" in gh.argv
+
+
+def test_a_structured_answer_is_shown_as_json(tmp_path):
+    from mermaid_cli.ci.comment import read_progress, render_final
+
+    events = _events(
+        tmp_path / "e.jsonl", {**RESULT, "structured_output": {"verdict": "approve", "by": "@x"}}
+    )
+    body = render_final({}, read_progress(events), 0, None)
+    assert '```json\n{\n  "verdict": "approve",\n  "by": "@\u200bx"\n}\n```' in body

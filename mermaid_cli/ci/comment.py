@@ -170,6 +170,8 @@ def render_final(env: Mapping[str, str], progress: Progress, exit_code: int, dif
         rows = [f"- `{p}` +{a} −{r}" for p, a, r in stats] or [f"- `{f}`" for f in files]
         lines += ["<details><summary>Changes</summary>", "", *rows[:100], "", "</details>", ""]
     answer = str(result.get("response") or "").strip()
+    if result.get("structured_output") is not None:  # --output-schema: show the JSON, readable
+        answer = "```json\n" + json.dumps(result["structured_output"], indent=2, ensure_ascii=False) + "\n```"
     if answer:
         if len(answer) > MAX_ANSWER:
             answer = answer[:MAX_ANSWER] + "\n\n… (cut; the full answer is in the event log)"
