@@ -107,6 +107,13 @@ def test_unknown_flag_suggestions_never_name_a_safety_loosening_flag(flag):
     assert "--allow-untrusted-tools" not in result.output
 
 
+@pytest.mark.parametrize("flag", ["--allow-tool", "--allowed-tool", "--allowedTool"])
+def test_a_typo_never_suggests_the_flag_that_pre_approves_tools(flag):
+    result = invoke(flag, "x", "task")
+    assert result.exit_code == 2 and "No such option" in result.output
+    assert "'--allowed-tools'" not in result.output and "--allowedTools" not in result.output
+
+
 def test_unknown_flag_suggestions_still_help_otherwise():
     result = invoke("--max-turn", "3", "task")
     assert result.exit_code == 2 and "--max-turns" in result.output

@@ -15,7 +15,7 @@ import click
 from mermaid_cli.cli.lazy import LazyGroup
 
 # Flags a suggestion must never name: each one lets more through the policy gate.
-SAFETY_LOOSENING = frozenset({"--allow-untrusted-tools"})
+SAFETY_LOOSENING = frozenset({"--allow-untrusted-tools", "--allowed-tools", "--allowedTools"})
 
 GROUP_P_HINT = 'is not a Mermaid flag: run one task with `mermaid exec "TASK"`'
 P_HINT = "-p is not a prompt flag here: pass the prompt as an argument; --path is spelled --path"
