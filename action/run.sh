@@ -38,7 +38,10 @@ unset INPUT_ANTHROPIC_API_KEY INPUT_OPENAI_API_KEY
 
 workspace="${GITHUB_WORKSPACE:-$PWD}"
 cd "$workspace"
-run_dir="$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/mermaid.XXXXXXXX")"
+run_dir="${MERMAID_RUN_DIR:-}" # made by the gate step, shared with the comment steps
+if [[ -z "$run_dir" ]]; then
+  run_dir="$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/mermaid.XXXXXXXX")"
+fi
 events="$run_dir/events.jsonl"
 prompt_file="$run_dir/prompt.txt"
 diff_file=""
@@ -116,7 +119,25 @@ add_value() { # flag input-value: adds --flag=value when the value is not blank
   fi
 }
 add_value --model "${INPUT_MODEL:-}"
-add_value --safety "${INPUT_SAFETY:-}"
+# A pull request from a fork runs read-only (the permission gate decided; fork-pull-requests).
+read_only_fork=false
+if [[ "${MERMAID_FORCE_READ_ONLY:-}" == "true" ]]; then
+  read_only_fork=true
+  safety_input="$(trim "${INPUT_SAFETY:-}")"
+  if [[ -n "$safety_input" && "$safety_input" != "read_only" ]]; then
+    echo "::warning title=Mermaid::a pull request from a fork runs read-only (safety input '$safety_input' not applied)"
+  fi
+  args+=(--safety=read_only)
+else
+  add_value --safety "${INPUT_SAFETY:-}"
+fi
+# The kernel sandbox is on by default in the Action (`on` also confines full_access).
+sandbox="$(trim "${INPUT_SANDBOX:-}")"
+case "$sandbox" in
+  "" | on | auto | best-effort | off) ;;
+  *) usage_error "sandbox must be on, auto, best-effort or off, got '$sandbox'" ;;
+esac
+add_value --sandbox "${sandbox:-on}"
 add_value --max-turns "${INPUT_MAX_TURNS:-}"
 add_value --max-cost "${INPUT_MAX_COST:-}"
 add_value --timeout "${INPUT_TIMEOUT:-}"
@@ -134,7 +155,9 @@ if [[ -n "$schema" ]]; then
 fi
 
 bool_input allow-untrusted-tools "${INPUT_ALLOW_UNTRUSTED_TOOLS:-}"
-if [[ "$bool" == "true" ]]; then
+if [[ "$bool" == "true" && "$read_only_fork" == "true" ]]; then
+  echo "::warning title=Mermaid::allow-untrusted-tools is not applied to a pull request from a fork"
+elif [[ "$bool" == "true" ]]; then
   args+=(--allow-untrusted-tools)
 fi
 bool_input upload-events "${INPUT_UPLOAD_EVENTS:-}"
@@ -151,6 +174,14 @@ add_lines() { # flag multi-line-value: one --flag=line per non-blank line, # com
 add_lines --verify "${INPUT_VERIFY:-}"
 add_value --verify-attempts "${INPUT_VERIFY_ATTEMPTS:-}"
 add_lines --config "${INPUT_CONFIG:-}"
+add_lines --allowed-tools "${INPUT_ALLOWED_TOOLS:-}"
+add_lines --disallowed-tools "${INPUT_DISALLOWED_TOOLS:-}"
+while IFS= read -r line || [[ -n "$line" ]]; do # add-dir: one directory per line, workspace-relative
+  line="$(trim "$line")"
+  if [[ -n "$line" && "$line" != \#* ]]; then
+    args+=(--add-dir="$(absolute "$line")")
+  fi
+done <<<"${INPUT_ADD_DIR:-}"
 
 diff_out="$(trim "${INPUT_DIFF_OUT:-}")"
 if [[ -n "$diff_out" ]]; then

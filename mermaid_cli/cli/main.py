@@ -131,6 +131,30 @@ def _run_options(func: Any) -> Any:
             is_flag=True,
             help="Let web, MCP and subagent calls through a headless ask.",
         ),
+        click.option(
+            "--allowed-tools",
+            "--allowedTools",
+            "allowed_tools",
+            multiple=True,
+            metavar="TOOL[(PATTERN)]",
+            help="Pre-approve calls no config rule decides, e.g. read_file or 'execute_command(git *)'"
+            " (repeatable, comma-separated; peers' Bash/Read/Edit… names accepted).",
+        ),
+        click.option(
+            "--disallowed-tools",
+            "--disallowedTools",
+            "disallowed_tools",
+            multiple=True,
+            metavar="TOOL[(PATTERN)]",
+            help="Deny these calls whatever the config allows, e.g. web_fetch or 'Bash(git push:*)' (repeatable).",
+        ),
+        click.option(
+            "--add-dir",
+            "add_dirs",
+            multiple=True,
+            metavar="DIR",
+            help="An extra directory tools and the sandbox treat as inside the project (repeatable).",
+        ),
         click.option("--no-interactive", is_flag=True, help="Never prompt, even at a TTY."),
         click.option(
             "--no-network",
@@ -209,6 +233,8 @@ def options_from_params(params: dict[str, Any]) -> Any:
     kwargs["config_overrides"] = list(kwargs["config_overrides"])
     kwargs["masks"] = list(kwargs["masks"])
     kwargs["verify"] = list(kwargs["verify"])
+    for key in ("allowed_tools", "disallowed_tools", "add_dirs"):
+        kwargs[key] = list(kwargs[key])
     words = list(kwargs.pop("prompt") or ())
     if kwargs.get("mcp_prompt"):
         kwargs["prompt_args"] = words

@@ -15,22 +15,14 @@ import click
 from mermaid_cli.cli.lazy import LazyGroup
 
 # Flags a suggestion must never name: each one lets more through the policy gate.
-SAFETY_LOOSENING = frozenset({"--allow-untrusted-tools"})
+SAFETY_LOOSENING = frozenset({"--allow-untrusted-tools", "--allowed-tools", "--allowedTools"})
 
 GROUP_P_HINT = 'is not a Mermaid flag: run one task with `mermaid exec "TASK"`'
 P_HINT = "-p is not a prompt flag here: pass the prompt as an argument; --path is spelled --path"
 
-_TOOL_RULES = (
-    "is not supported in this version of Mermaid; write per-tool rules as [[safety.overrides]] "
-    "in the config (docs/policy.md), or pick a preset with --policy"
-)
 _LOOSEN = "is not a Mermaid flag; choose how much runs unasked with --safety (see `mermaid exec --help`)"
 
 PEER_FLAGS: dict[str, str] = {
-    "--allowedTools": _TOOL_RULES,
-    "--allowed-tools": _TOOL_RULES,
-    "--disallowedTools": _TOOL_RULES,
-    "--disallowed-tools": _TOOL_RULES,
     "--dangerously-skip-permissions": _LOOSEN,
     "--dangerously-bypass-approvals-and-sandbox": _LOOSEN,
     "--yolo": _LOOSEN,

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mermaid_cli.config.clamp import FLOOR_LEVELS, clamp_project
+from mermaid_cli.config.flags import ToolRules, apply_tool_rules
 from mermaid_cli.config.layers import Layer, copy_tree, find_git_root, merge, nest, parse_override, read_toml
 from mermaid_cli.config.sections.base import Section
 from mermaid_cli.config.sections.exec import ExecSection
@@ -137,6 +138,7 @@ def load_settings(
     policy: tuple[str, dict[str, Any]] | None = None,
     overrides: list[str] = (),  # type: ignore[assignment]
     flags: dict[str, Any] | None = None,
+    tool_rules: ToolRules | None = None,
 ) -> LoadedSettings:
     """Build the effective Settings from every layer. Pure apart from reading the two config files."""
     env = os.environ if env is None else env
@@ -190,6 +192,8 @@ def load_settings(
             continue
         flag = "--" + dotted.rsplit(".", 1)[-1].replace("_", "-")
         merge(merged, nest(dotted.split("."), value), sources, f"flag {flag}")
+    if tool_rules is not None:  # around every layer's rules, never instead of them (config/flags.py)
+        apply_tool_rules(merged, tool_rules, sources)
 
     try:
         settings = Settings.model_validate(merged)

@@ -56,7 +56,10 @@ def resolve_targets(project_root: Path, raw: Sequence[tuple[str, str]]) -> list[
         if op == "write":
             op = "modify" if os.path.lexists(found.path) else "create"
         real = str(found.path)
-        canonical = os.path.relpath(real, found.root).replace(os.sep, "/") if found.inside else real
+        # an --add-dir file keeps its absolute path: "x.py" must not read as the project's own
+        canonical = (
+            os.path.relpath(real, found.root).replace(os.sep, "/") if found.inside and not found.added else real
+        )
         out.append(FileTarget(spelled, real, op, found.inside, canonical))  # type: ignore[arg-type]
     return out
 
@@ -78,7 +81,7 @@ def _canonical(project_root: Path, path: str) -> PathRef:
         return PathRef(path, True)
     real = str(found.path)
     if found.inside:
-        return PathRef(os.path.relpath(real, found.root).replace(os.sep, "/"), False)
+        return PathRef(real if found.added else os.path.relpath(real, found.root).replace(os.sep, "/"), False)
     return PathRef(real, True)
 
 

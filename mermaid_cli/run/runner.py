@@ -78,6 +78,9 @@ class ExecOptions:
     diff_out: str | None = None
     prompt_args: list[str] = field(default_factory=list)
     ephemeral: bool = False  # --ephemeral: write no session file
+    allowed_tools: list[str] = field(default_factory=list)  # --allowed-tools (config/flags.py)
+    disallowed_tools: list[str] = field(default_factory=list)  # --disallowed-tools
+    add_dirs: list[str] = field(default_factory=list)  # --add-dir: treated as inside the project
 
 
 @dataclass
@@ -187,6 +190,7 @@ class Run:
         self.project_root = io.cwd
         self.safety_mode = opts.safety or "auto"
         self.tools: list[str] = []
+        self.added_dirs: tuple[str, ...] = ()  # --add-dir, resolved
         self.limits: dict[str, Any] = {}
         self.policy_digest: str | None = None
         self.signum: int | None = None
@@ -412,6 +416,12 @@ class Run:
         settings = self._load_settings()
         from mermaid_cli.extensions.session import attach_to_run  # plugins, skills, commands, observers
         self.ext = attach_to_run(self.out, settings, self.project_root, io.env)
+        from mermaid_cli.security.paths import PathRefused, set_added_dirs
+
+        try:  # --add-dir: inside the project for this run's tasks (security/paths.py)
+            self.added_dirs = set_added_dirs(opts.add_dirs, io.cwd)
+        except PathRefused as exc:
+            raise UsageError(str(exc)) from None
         history, history_ids, seq = self._load_history()
 
         if opts.mcp_prompt is None:
@@ -544,6 +554,8 @@ class Run:
             from mermaid_cli.policy import find_preset, load_preset
 
             policy_layer = (f"--policy {find_preset(opts.policy)}", load_preset(opts.policy))
+        from mermaid_cli.config.flags import ToolRules
+
         loaded = cfg.load_settings(
             project_root=self.project_root,
             env=io.env,
@@ -551,6 +563,7 @@ class Run:
             policy=policy_layer,
             overrides=list(opts.config_overrides),
             flags=flags,
+            tool_rules=ToolRules(tuple(opts.allowed_tools), tuple(opts.disallowed_tools)),
         )
         for warning in loaded.warnings:
             self.out.note(warning)
@@ -667,8 +680,8 @@ class Run:
                 network_denied=settings.safety.network == "deny",
                 confine_fs=settings.safety.filesystem == "project",
                 project_root=self.project_root,
-                writable_roots=settings.sandbox.writable_roots,
-                readable_roots=settings.sandbox.readable_roots,
+                writable_roots=[*settings.sandbox.writable_roots, *self.added_dirs],
+                readable_roots=[*settings.sandbox.readable_roots, *self.added_dirs],
                 env=self.io.env,
             )
         except ValueError as exc:

@@ -12,11 +12,18 @@ delete of an in-project symlink is the removal of the link, not of whatever it p
 
 Hostile spellings (NUL, lone surrogates, over-long values) raise `PathRefused` with a message
 for the model instead of reaching the OS.
+
+`--add-dir DIR` directories count as inside the project too (`set_added_dirs`). They live in a
+context variable set once by the runner, so every caller of `locate` — the gate, the file tools'
+jail, the shell classifier, checkpoints, subagents — sees them without a new parameter, and they
+are scoped to that run's task tree (asyncio copies the context into each task and `to_thread`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +41,36 @@ class Located:
     path: Path
     #: inside the project root (the root itself included)
     inside: bool
-    #: the resolved project root
+    #: the resolved root that holds it: the project root, or the `--add-dir` directory
     root: Path
+    #: inside through an `--add-dir` directory rather than the project root
+    added: bool = False
+
+
+#: resolved `--add-dir` directories of the run in this context (see the module docstring)
+_ADDED_DIRS: ContextVar[tuple[str, ...]] = ContextVar("mermaid_added_dirs", default=())
+
+
+def added_dirs() -> tuple[str, ...]:
+    """The resolved `--add-dir` directories in force (symlinks followed)."""
+    return _ADDED_DIRS.get()
+
+
+def set_added_dirs(dirs: Sequence[str], base: Path) -> tuple[str, ...]:
+    """Resolve `dirs` (relative to `base`, `~` expanded, symlinks followed) and make them count as
+    inside the project for the rest of this context. PathRefused when one is not a directory."""
+    resolved: list[str] = []
+    for spelled in dirs:
+        check_spelling(spelled)
+        real = os.path.realpath(os.path.join(base, os.path.expanduser(spelled)))
+        if not os.path.isdir(real):
+            raise PathRefused(f"--add-dir {spelled}: not a directory")
+        if real == os.sep:
+            raise PathRefused(f"--add-dir {spelled}: the whole filesystem cannot be added")
+        if real not in resolved:
+            resolved.append(real)
+    _ADDED_DIRS.set(tuple(resolved))
+    return tuple(resolved)
 
 
 def check_spelling(path: str) -> None:
@@ -72,6 +107,10 @@ def locate(root: Path | str, path: str, *, follow_final: bool = True) -> Located
         target = os.path.realpath(joined)
     else:
         target = os.path.join(os.path.realpath(parent), name)
+    if not within(root_real, target):
+        for extra in _ADDED_DIRS.get():
+            if within(extra, target):
+                return Located(path=Path(target), inside=True, root=Path(extra), added=True)
     return Located(path=Path(target), inside=within(root_real, target), root=Path(root_real))
 
 

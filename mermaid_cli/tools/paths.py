@@ -53,7 +53,7 @@ class ResolvedPath:
 
     def anchor_and_parts(self) -> tuple[str, list[str]]:
         """Where the confined walk starts and the components below it."""
-        if self.inside:
+        if self.inside and not os.path.isabs(self.rel):  # an --add-dir path walks from "/"
             parts = [] if self.rel == "." else self.rel.split("/")
             return str(self.root), parts
         return self.path.anchor or "/", list(self.path.parts[1:])
@@ -73,7 +73,8 @@ def resolve_path(root: Path, path: str, *, follow_final: bool = True) -> Resolve
     found = locate(root, path, follow_final=follow_final)
     root_real = str(found.root)
     target = str(found.path)
-    rel = os.path.relpath(target, root_real).replace(os.sep, "/") if found.inside else target
+    # an --add-dir file is shown (and reported in files_changed) by its absolute path
+    rel = os.path.relpath(target, root_real).replace(os.sep, "/") if found.inside and not found.added else target
     return ResolvedPath(path=found.path, inside=found.inside, rel=rel, root=found.root)
 
 

@@ -19,6 +19,7 @@ from mermaid_cli.policy.shell.risk import (
     _Verdict,
     sensitive_write_rule,
 )
+from mermaid_cli.security.paths import added_dirs
 
 
 class _Paths:
@@ -46,7 +47,8 @@ class _Paths:
 
     def _inside_allowed(self, path: str) -> bool:
         assert self.root is not None
-        for base in (self.root, "/tmp", "/var/tmp", "/dev/shm", _norm(os.environ.get("TMPDIR", "/tmp"))):
+        tmp = _norm(os.environ.get("TMPDIR", "/tmp"))
+        for base in (self.root, *added_dirs(), "/tmp", "/var/tmp", "/dev/shm", tmp):
             if path == base or path.startswith(base.rstrip("/") + "/"):
                 return True
         return False
