@@ -330,6 +330,24 @@ class HttpTransport:
         except httpx.HTTPError as exc:
             raise map_transport_error(self.provider, url, exc) from None
 
+    async def post_json(self, url: str, headers: dict[str, str], body: bytes) -> Any:
+        """POST `body` and return the parsed JSON response (a request sent with `stream: false`)."""
+        import httpx
+
+        client = self.client()
+        try:
+            response = await client.post(url, headers={**headers, "accept": "application/json"}, content=body)
+        except httpx.HTTPError as exc:
+            raise map_transport_error(self.provider, url, exc) from None
+        if response.status_code >= 300:
+            raise map_http_error(self.provider, response.status_code, response.text, response.headers)
+        try:
+            return response.json()
+        except ValueError:
+            raise Retryable(
+                f"{self.provider}: the response is not JSON: {response.text[:200]!r}", code="bad_response"
+            ) from None
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
