@@ -168,3 +168,69 @@ def test_every_request_extends_the_previous_one(project, isolated_env, model):
                     )
     else:
         assert final["response_format"]["type"] == "json_schema" and final["tool_choice"] == "none"
+
+
+# --- compaction: the one place the working context is rewritten ---------------------------------
+
+SUMMARY = "## Goal\nlook\n## Decisions\nnone\n## Files touched\nnone\n## Open items\nnone"
+SUMMARISER = {
+    "type": "match",
+    "system_contains": "checkpoint summaries",
+    "turn": {"content": [{"type": "text", "text": SUMMARY}]},
+}
+
+
+def _summaries(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [b for b in requests if "checkpoint summaries" in json.dumps(b.get("system"))]
+
+
+def test_a_full_context_window_compacts_and_continues(project):
+    script = [
+        SUMMARISER,
+        {"type": "turn", "content": [_read("c1", "a.png")]},
+        {
+            "type": "turn",
+            "content": [{"type": "text", "text": "Half an answer"}],
+            "stop_reason": "model_context_window_exceeded",
+        },
+        {"type": "turn", "content": [{"type": "text", "text": ", and the rest."}]},
+    ]
+    (project / "a.png").write_bytes(PNG)
+    with FakeProviderServer(script) as server:
+        out = run_inprocess(
+            ["--json", "--model", "anthropic/claude-sonnet-4-5", "go"], project, env=fake_env(server)
+        )
+        requests = [r["body"] for r in server.requests]
+    assert out.code == 0, out.stderr
+    assert out.events[-1]["status"] == "success"
+    assert out.events[-1]["response"] == "Half an answer, and the rest."
+    stops = [e["stop_reason"] for e in out.events if e["type"] == "turn_done"]
+    assert stops == ["tool_use", "context_window_exceeded", "compaction", "stop"]
+    assert len(_summaries(requests)) == 1
+    last = json.dumps(requests[-1]["messages"])
+    assert "[Checkpoint" in last and "Continue exactly where it stopped" in last
+
+
+def test_images_are_freed_by_compaction_not_by_editing_sent_turns(project):
+    names = [f"i{n}.png" for n in range(12)]
+    for name in names:
+        (project / name).write_bytes(PNG)
+    rounds = [names[0:4], names[4:8], names[8:12]]
+    script = [
+        SUMMARISER,
+        *({"type": "turn", "content": [_read(f"c{n}", p) for p in r]} for n, r in enumerate(rounds)),
+        {"type": "turn", "content": [{"type": "text", "text": "Seen."}]},
+    ]
+    with FakeProviderServer(script) as server:
+        out = run_inprocess(
+            ["--json", "--model", "anthropic/claude-sonnet-4-5", "look"], project, env=fake_env(server)
+        )
+        requests = [r["body"] for r in server.requests if r["body"] not in _summaries([r["body"]])]
+    assert out.code == 0, out.stderr
+    image = base64.b64encode(PNG).decode()
+    counts = [json.dumps(b["messages"]).count(image) for b in requests]
+    # every image stays in the requests that follow it, until the compaction frees all but the newest
+    assert counts == [0, 4, 8, 4]
+    conversations = [_strip_cache(b["messages"]) for b in requests[:3]]
+    for before, after in zip(conversations, conversations[1:], strict=False):
+        assert after[: len(before)] == before
