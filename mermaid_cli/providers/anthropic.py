@@ -65,7 +65,9 @@ class AnthropicProvider:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.model_id = endpoint.model_id
-        self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
+        self._http = HttpTransport(
+            endpoint.provider, secrets=endpoint.secrets, connect_timeout=endpoint.connect_timeout
+        )
         #: what this run's requests leave out since the API refused it (see fallbacks.py)
         self.fallbacks = Fallbacks()
         #: the `anthropic-beta` value the last request's native tools need (the computer tool)

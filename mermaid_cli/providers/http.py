@@ -33,6 +33,8 @@ T = TypeVar("T")
 MAX_ATTEMPTS = 6
 BASE_DELAY = 0.5
 MAX_DELAY = 30.0
+#: seconds to establish a connection; a connect timeout is retried like a reset or a DNS blip
+CONNECT_TIMEOUT = 10.0
 
 _CONTEXT_PHRASES = (
     "prompt is too long",
@@ -287,10 +289,18 @@ async def with_retries(
 class HttpTransport:
     """One lazily created httpx.AsyncClient per provider, and the streaming POST all clients use."""
 
-    def __init__(self, provider: str, *, secrets: tuple[str, ...] = (), timeout: float = 600.0) -> None:
+    def __init__(
+        self,
+        provider: str,
+        *,
+        secrets: tuple[str, ...] = (),
+        timeout: float = 600.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
         self.provider = provider
         self.secrets = secrets
         self._timeout = timeout
+        self._connect_timeout = connect_timeout
         self._client: httpx.AsyncClient | None = None
 
     def client(self) -> httpx.AsyncClient:
@@ -300,7 +310,7 @@ class HttpTransport:
 
             import httpx
 
-            timeout = httpx.Timeout(self._timeout, connect=10.0)
+            timeout = httpx.Timeout(self._timeout, connect=self._connect_timeout)
             if urllib.request.getproxies():
                 # httpx applies HTTP(S)_PROXY / NO_PROXY only to a client without its own transport
                 self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=True)
@@ -365,6 +375,7 @@ class Endpoint:
     extra_headers: tuple[tuple[str, str], ...] = ()
     native_tools: bool = True
     deadline: float | None = None  # time.monotonic() value; retries stop before it
+    connect_timeout: float = CONNECT_TIMEOUT
     #: the model's row of the table (with [models]/[pricing] applied); looked up when not given
     facts: ModelFacts | None = field(default=None, compare=False, repr=False)
 

@@ -48,7 +48,9 @@ class OpenAIResponsesProvider:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.model_id = endpoint.model_id
-        self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
+        self._http = HttpTransport(
+            endpoint.provider, secrets=endpoint.secrets, connect_timeout=endpoint.connect_timeout
+        )
         #: what this run's requests leave out since the API refused it (see fallbacks.py)
         self.fallbacks = Fallbacks()
 
