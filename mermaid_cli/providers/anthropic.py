@@ -27,13 +27,12 @@ from mermaid_cli.core.types import (
 )
 from mermaid_cli.providers import native_tools
 from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.errors import StreamCut, map_stream_error
 from mermaid_cli.providers.fallbacks import Fallbacks, with_fallbacks
 from mermaid_cli.providers.http import (
     Endpoint,
     HttpTransport,
-    StreamCut,
     encode,
-    map_stream_error,
     with_retries,
 )
 from mermaid_cli.providers.models import ModelFacts

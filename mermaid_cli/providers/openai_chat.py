@@ -23,13 +23,12 @@ from mermaid_cli.core.types import (
     Usage,
 )
 from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.errors import StreamCut, map_stream_error
 from mermaid_cli.providers.fallbacks import Fallbacks, with_fallbacks
 from mermaid_cli.providers.http import (
     Endpoint,
     HttpTransport,
-    StreamCut,
     encode,
-    map_stream_error,
     with_retries,
 )
 from mermaid_cli.providers.openai_responses import data_url, parse_arguments
