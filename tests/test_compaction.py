@@ -243,3 +243,43 @@ def test_settings_sections():
             CompactionSection(**bad)
     with pytest.raises(ValidationError):
         MemorySection(index_cap_bytes=-1)
+
+
+# --- images: limited when a result is added, freed by compaction ----------------------------------
+
+
+def _shots(call_id: str, n: int) -> ToolResultBlock:
+    from mermaid_cli.core.types import ImageData
+
+    image = ImageData(media_type="image/png", data="iVBORw0KGgo=")
+    return ToolResultBlock(call_id=call_id, content="shot", images=(image,) * n)
+
+
+def test_admit_images_cuts_only_the_new_message():
+    from mermaid_cli.agent.compaction import CONTEXT_IMAGES, admit_images, image_count
+
+    history = [
+        Message.user_text("go"),
+        assistant("", ("a", "read_file")),
+        Message(role="user", content=(_shots("a", CONTEXT_IMAGES - 2),)),
+    ]
+    new = Message(role="user", content=(_shots("b", 3), _shots("c", 2)))
+    admitted = admit_images(new, history)
+    assert image_count(history + [admitted]) == CONTEXT_IMAGES
+    first, second = admitted.content
+    assert len(first.images) == 2 and "1 image(s) not attached" in first.content
+    assert second.images == () and "2 image(s) not attached" in second.content
+    small = Message(role="user", content=(_shots("d", 1),))
+    assert admit_images(small, history) is small  # within the limit: the very same message
+
+
+def test_compaction_leaves_few_images_in_the_tail():
+    from mermaid_cli.agent.compaction import TAIL_IMAGES, image_count, images_due
+
+    history = [Message.user_text("go")]
+    for n in range(3):
+        history += [assistant("", (f"c{n}", "computer")), Message(role="user", content=(_shots(f"c{n}", 4),))]
+    assert images_due(history)
+    kept, removed = apply_compaction(history, "## Goal\nx", 2)
+    assert removed and image_count(kept) <= TAIL_IMAGES
+    assert kept[-1] == history[-1]  # the newest screenshot stays

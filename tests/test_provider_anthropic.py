@@ -226,7 +226,9 @@ async def test_history_with_images_errors_and_invalid_args_validates() -> None:
     assert body["messages"][1]["content"][0]["input"] == {}
     result = body["messages"][2]["content"][0]
     assert result["is_error"] is True and result["content"][1]["type"] == "image"
-    assert "JSON schema" in body["messages"][2]["content"][-1]["text"]
+    # the schema goes through the API's parameter; the sent history is not edited for it
+    assert body["output_config"]["format"] == {"type": "json_schema", "schema": {"type": "object"}}
+    assert body["messages"][2]["content"] == [{**result, "cache_control": {"type": "ephemeral"}}]
 
 
 # --- provider-native tools ------------------------------------------------------------------------

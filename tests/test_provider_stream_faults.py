@@ -176,6 +176,51 @@ async def test_a_refused_connection_fails_fast() -> None:
     assert caught.value.code == "connect" and sink.retries == []
 
 
+@contextmanager
+def unanswered_port() -> Iterator[int]:
+    """A port whose accept queue is full: further SYNs are dropped, so connecting times out."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        try:
+            filler.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(filler)
+    try:
+        yield port
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+async def test_a_connect_timeout_is_retried_with_backoff() -> None:
+    with unanswered_port() as port:
+        provider = chat(f"http://127.0.0.1:{port}", deadline=time.monotonic() + 3, connect_timeout=0.3)
+        sink = RecordingSink()
+        with pytest.raises(ProviderError) as caught:
+            await provider.turn(request(), sink)
+        await provider.aclose()
+    assert sink.retries and all(code == "timeout" for _, code in sink.retries)
+    assert "no time left to retry" in caught.value.message or "gave up" in caught.value.message
+
+
+async def test_a_dns_failure_is_retried_with_backoff() -> None:
+    provider = chat("http://mermaid-no-such-host.invalid", deadline=time.monotonic() + 2)
+    sink = RecordingSink()
+    with pytest.raises(ProviderError) as caught:
+        await provider.turn(request(), sink)
+    await provider.aclose()
+    assert sink.retries and all(code == "connect_retry" for _, code in sink.retries)
+    assert caught.value.code == "connect_retry" and "mermaid-no-such-host.invalid" in caught.value.message
+
+
 def _spec(name: str) -> ToolSpec:
     return ToolSpec(name=name, description=name, input_schema={"type": "object", "properties": {}})
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
 from mermaid_cli.core.types import (
+    Block,
     ImageBlock,
     Message,
     ReasoningBlock,
@@ -55,6 +56,17 @@ Be specific: names, paths, commands, numbers. Do not invent anything. Reply with
 CHECKPOINT_HEADER = (
     "[Checkpoint: the earlier part of this conversation was summarised below. It is not lost: "
     "context_archive searches the full session log and reads any message back word for word.]"
+)
+
+#: the most images the working context holds; a result that would pass it keeps the rest as a note
+CONTEXT_IMAGES = 20
+#: images in the context that make compaction due (well before the hard limit above)
+COMPACT_AT_IMAGES = 12
+#: images a compaction leaves in the kept tail (the newest screenshot is in the last round)
+TAIL_IMAGES = 4
+IMAGE_NOTE = (
+    "[{n} image(s) not attached: the conversation already holds {limit} images; "
+    "they are attached again once compaction has made room]"
 )
 
 # Per-block cap in the transcript given to the summariser: tool outputs dominate long runs and
@@ -133,6 +145,50 @@ def checkpoint_message(summary_text: str) -> Message:
     return Message.user_text(f"{CHECKPOINT_HEADER}\n\n{summary_text.strip()}")
 
 
+def image_count(messages: Sequence[Message]) -> int:
+    """Images the messages carry (tool-result images and image blocks)."""
+    total = 0
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                total += len(block.images)
+            elif isinstance(block, ImageBlock):
+                total += 1
+    return total
+
+
+def admit_images(message: Message, history: Sequence[Message], limit: int = CONTEXT_IMAGES) -> Message:
+    """`message` as it joins `history`: images beyond `limit` for the whole context are left out
+    (with a note the model reads) now, when it is first added. History already sent is never
+    edited for images: that would change the request prefix (refused by Anthropic with thinking,
+    and the prompt cache lost); compaction is what frees room (`images_due`)."""
+    room = max(0, limit - image_count(history))
+    if image_count([message]) <= room:
+        return message
+    blocks: list[Block] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock) and block.images:
+            keep = block.images[:room]
+            room -= len(keep)
+            dropped = len(block.images) - len(keep)
+            if dropped:
+                note = IMAGE_NOTE.format(n=dropped, limit=limit)
+                content = f"{block.content}\n{note}" if block.content else note
+                block = block.model_copy(update={"images": keep, "content": content})
+        elif isinstance(block, ImageBlock):
+            if room > 0:
+                room -= 1
+            else:
+                block = TextBlock(text=IMAGE_NOTE.format(n=1, limit=limit))
+        blocks.append(block)
+    return Message(role=message.role, content=tuple(blocks))
+
+
+def images_due(messages: Sequence[Message]) -> bool:
+    """Whether the images in the context call for a compaction (which leaves `TAIL_IMAGES`)."""
+    return image_count(messages) >= COMPACT_AT_IMAGES
+
+
 def _chars(message: Message) -> int:
     total = 0
     for b in message.content:
@@ -178,15 +234,18 @@ def apply_compaction(
 
     Returns the new history and the indices (into `messages`) that were removed, for the session
     log to mark. When nothing would be removed the history comes back unchanged with `[]`.
-    `max_tail_chars` keeps fewer rounds (down to none) when the tail alone is that large.
+    `max_tail_chars` keeps fewer rounds (down to none) when the tail alone is that large, and so
+    does a tail with more than `TAIL_IMAGES` images.
     """
     if not summary_text.strip():
         raise ValueError("empty summary: the compaction failed and the history must stay as it is")
     turns = max(0, keep_tail_turns)
     cut = _cut_index(messages, turns)
-    while (
-        max_tail_chars is not None and turns > 0 and sum(_chars(m) for m in messages[cut:]) > max_tail_chars
+    while turns > 0 and (
+        (max_tail_chars is not None and sum(_chars(m) for m in messages[cut:]) > max_tail_chars)
+        or image_count(messages[cut:]) > TAIL_IMAGES
     ):
+        # fewer rounds kept while the tail alone is too large or holds too many images
         turns -= 1
         cut = _cut_index(messages, turns)
     if cut == 0:

@@ -16,11 +16,10 @@ from mermaid_cli.agent.tool_calls import ToolCalls
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import LimitReached, ProviderError
 from mermaid_cli.core.types import (
-    ImageBlock,
+    CONTEXT_FULL,
     Message,
     ModelTurn,
     ReasoningBlock,
-    TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     TurnRequest,
@@ -29,7 +28,6 @@ from mermaid_cli.core.types import (
 from mermaid_cli.providers.base import NullSink, Provider
 from mermaid_cli.tools.base import ToolContext, ToolRegistry
 
-IMAGES_SENT = 3
 # A reply that hit the per-response output cap is continued, up to this many times.
 MAX_CONTINUATIONS = 4
 LENGTH_STOPS = ("length", "max_tokens", "max_output_tokens")
@@ -104,27 +102,8 @@ class Agent:
         self.log_ids.append(self.on_message(message) if self.on_message is not None else None)
 
     def _request_messages(self) -> tuple[Message, ...]:
-        """The conversation as sent: only the newest few images travel to the provider."""
-        seen = 0
-        out: list[Message] = []
-        for msg in reversed(self.messages):
-            blocks = []
-            changed = False
-            for block in reversed(msg.content):
-                if isinstance(block, ToolResultBlock) and block.images:
-                    keep = max(0, IMAGES_SENT - seen)
-                    seen += len(block.images)
-                    if keep < len(block.images):
-                        block = block.model_copy(update={"images": block.images[:keep]})
-                        changed = True
-                elif isinstance(block, ImageBlock):
-                    seen += 1
-                    if seen > IMAGES_SENT:
-                        block = TextBlock(text="[image omitted]")
-                        changed = True
-                blocks.append(block)
-            out.append(Message(role=msg.role, content=tuple(reversed(blocks))) if changed else msg)
-        return tuple(reversed(out))
+        """The conversation as sent: append-only (image limits apply when a result is added)."""
+        return tuple(self.messages)
 
     # -- the loop -----------------------------------------------------------------------------
     async def run(self, prompt: str | None) -> RunStats:
@@ -136,8 +115,14 @@ class Agent:
             await self._maybe_compact()
             turn = await self._model_turn()
             calls = turn.message.tool_calls
-            if not calls and turn.stop_reason in LENGTH_STOPS and len(continued) < MAX_CONTINUATIONS:
+            if (
+                not calls
+                and turn.stop_reason in (*LENGTH_STOPS, CONTEXT_FULL)
+                and len(continued) < MAX_CONTINUATIONS
+            ):
                 continued.append(turn)
+                if turn.stop_reason == CONTEXT_FULL:  # the window is full: compact, then continue
+                    await self._compact(None)
                 self._commit(Message.user_text(CONTINUE_PROMPT))
                 continue
             if not calls:
@@ -151,7 +136,7 @@ class Agent:
                 return self.stats
             continued = []
             results = await self._run_calls(calls)
-            self._commit(Message(role="user", content=tuple(results)))
+            self._commit(cmp.admit_images(Message(role="user", content=tuple(results)), self.messages))
 
     async def _run_calls(self, calls: list[ToolCallBlock]) -> list[ToolResultBlock]:
         """The calls of one model message, concurrently, except that the calls of a `sequential`
@@ -178,11 +163,14 @@ class Agent:
         return [r for r in results if r is not None]
 
     async def extra_turn(self, prompt: str, *, response_schema: dict[str, Any] | None = None) -> ModelTurn:
-        """One more model call with no tools (the --output-schema formatting turn)."""
+        """One more model call (the --output-schema formatting turn), with the same tools (the
+        provider forbids calling them) so the request extends the previous one."""
         self._commit(Message.user_text(prompt))
         request = TurnRequest(
             system=self.system_prompt,
             messages=self._request_messages(),
+            tools=tuple(self.registry.specs()),
+            reasoning=self.reasoning,
             max_output_tokens=self.max_output_tokens,
             response_schema=response_schema,
         )
@@ -273,8 +261,9 @@ class Agent:
     async def _maybe_compact(self) -> None:
         focus, self.calls.compaction_focus = self.calls.compaction_focus, None
         policy = self.compaction
-        due = policy.auto_enabled and cmp.should_compact(
-            self.context_tokens, policy.window, policy.threshold_percent
+        due = policy.auto_enabled and (
+            cmp.should_compact(self.context_tokens, policy.window, policy.threshold_percent)
+            or cmp.images_due(self.messages)
         )
         if focus is not None or due:
             await self._compact(focus)

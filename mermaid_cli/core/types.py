@@ -67,7 +67,9 @@ class ReasoningBlock(_Frozen):
 class ToolCallBlock(_Frozen):
     """A tool call as our tools see it. `arguments` is None when the model sent text that is not
     a JSON object; `raw_arguments` then holds it. `native` keeps a provider-native call as the
-    model wrote it (e.g. Anthropic's text editor), so history can send it back unchanged."""
+    model wrote it (e.g. Anthropic's text editor), so history can send it back unchanged.
+    `signature` is an opaque token the model attached to the call (Gemini 3's `thought_signature`
+    on the OpenAI-compatible endpoint), sent back with it verbatim on later turns."""
 
     type: Literal["tool_call"] = "tool_call"
     id: str
@@ -75,6 +77,7 @@ class ToolCallBlock(_Frozen):
     arguments: dict[str, Any] | None = None
     raw_arguments: str | None = None
     native: dict[str, Any] | None = None
+    signature: str | None = None
 
     @field_validator("arguments", "raw_arguments", "native", mode="before")
     @classmethod
@@ -143,6 +146,9 @@ class TurnRequest(_Frozen):
 
 
 StopReason = str  # "stop", "tool_use", "length", "content_filter" or a provider-specific string
+#: the reply stopped because the conversation filled the model's context window (Anthropic's
+#: `model_context_window_exceeded`): a reason to compact and continue, not a finished answer
+CONTEXT_FULL: StopReason = "context_window_exceeded"
 
 
 class ModelTurn(_Frozen):

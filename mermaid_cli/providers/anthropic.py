@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 from mermaid_cli.core.arguments import parse_tool_arguments
-from mermaid_cli.core.errors import ContextTooLong, ProviderError
 from mermaid_cli.core.types import (
+    CONTEXT_FULL,
     Block,
     ImageBlock,
     Message,
@@ -27,12 +27,12 @@ from mermaid_cli.core.types import (
 )
 from mermaid_cli.providers import native_tools
 from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.errors import StreamCut, map_stream_error
+from mermaid_cli.providers.fallbacks import Fallbacks, with_fallbacks
 from mermaid_cli.providers.http import (
     Endpoint,
     HttpTransport,
-    StreamCut,
     encode,
-    map_stream_error,
     with_retries,
 )
 from mermaid_cli.providers.models import ModelFacts
@@ -52,6 +52,8 @@ _STOP_REASONS = {
     "tool_use": "tool_use",
     "max_tokens": "length",
     "refusal": "content_filter",
+    # the reply reached the end of the context window: the loop compacts and continues
+    "model_context_window_exceeded": CONTEXT_FULL,
 }
 
 
@@ -62,16 +64,24 @@ class AnthropicProvider:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.model_id = endpoint.model_id
-        self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
-        #: set when the API rejected the native tool definitions; ours are sent from then on
-        self.native_rejected = False
+        self._http = HttpTransport(
+            endpoint.provider, secrets=endpoint.secrets, connect_timeout=endpoint.connect_timeout
+        )
+        #: what this run's requests leave out since the API refused it (see fallbacks.py)
+        self.fallbacks = Fallbacks()
         #: the `anthropic-beta` value the last request's native tools need (the computer tool)
         self._beta: str | None = None
+
+    @property
+    def native_rejected(self) -> bool:
+        """The API rejected the native tool definitions; ours are sent from then on."""
+        return self.fallbacks.native_tools
 
     # --- request ----------------------------------------------------------------------------
 
     def build_body(self, request: TurnRequest, *, native: bool | None = None) -> dict[str, Any]:
-        use_native = self.endpoint.native_tools and not self.native_rejected if native is None else native
+        done = self.fallbacks
+        use_native = self.endpoint.native_tools and not done.native_tools if native is None else native
         specs, natives = native_tools.anthropic_tools(request.tools, use_native, self.endpoint.model)
         self._beta = native_tools.anthropic_beta(natives)
         tools: list[dict[str, Any]] = [
@@ -83,29 +93,32 @@ class AnthropicProvider:
             tools[-1]["cache_control"] = dict(_EPHEMERAL)
         elif system:
             system[-1]["cache_control"] = dict(_EPHEMERAL)
-        limits = request_limits(self.endpoint.model_facts, request.max_output_tokens, request.reasoning)
+        facts = self.endpoint.model_facts
+        limits = request_limits(facts, request.max_output_tokens, request.reasoning)
         body: dict[str, Any] = {
             "model": self.endpoint.model,
             "max_tokens": limits.pop("max_tokens"),
             "stream": True,
         }
         body.update(limits)
+        schema = request.response_schema
+        if schema is not None and facts.structured_output and not done.output_format:
+            # The format turn asks through the API's own parameter; its prompt (in the history)
+            # carries the schema too, for a model without structured outputs.
+            body["output_config"] = {
+                **body.get("output_config", {}),
+                "format": {"type": "json_schema", "schema": schema},
+            }
         if system:
             body["system"] = system
         if tools:
             body["tools"] = tools
+            if schema is not None:
+                # Same tools as every turn before (append-only, cache), but none may be called.
+                body["tool_choice"] = {"type": "none"}
         # A native call goes back as the model wrote it only while that native tool is offered.
         offered = {n["name"] for n in natives}
         messages = [m for m in (self._message(m, offered) for m in request.messages) if m["content"]]
-        if request.response_schema is not None and messages and messages[-1]["role"] == "user":
-            # An instruction in the last user turn keeps the cached prefix intact.
-            schema = json.dumps(request.response_schema, ensure_ascii=False, sort_keys=True)
-            messages[-1]["content"].append(
-                {
-                    "type": "text",
-                    "text": f"Reply with only a JSON value (no prose, no code fence) that matches this JSON schema:\n{schema}",
-                }
-            )
         if messages:
             messages[-1]["content"][-1]["cache_control"] = dict(_EPHEMERAL)
         body["messages"] = messages
@@ -165,36 +178,24 @@ class AnthropicProvider:
     # --- turn -------------------------------------------------------------------------------
 
     async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
-        body = self.build_body(request)
-        offered = [t for t in body.get("tools", []) if "type" in t]
-        try:
-            return await with_retries(
-                lambda: self._attempt(encode(body), sink),
-                sink,
-                deadline=self.endpoint.deadline,
-                secrets=self.endpoint.secrets,
-            )
-        except ProviderError as exc:
-            if isinstance(exc, ContextTooLong) or not native_tools.rejected_natives(exc, offered):
-                raise
-        # The API refused the native tool definitions: our schemas from now on.
-        self.native_rejected = True
-        sink.retry(
-            "anthropic rejected the native tool definitions; using Mermaid's tool schemas",
-            "native_tools_rejected",
+        return await with_fallbacks(
+            self.endpoint.provider, self.fallbacks, lambda: self.build_body(request), self._send, sink
         )
-        body = self.build_body(request, native=False)
+
+    async def _send(self, body: dict[str, Any], sink: TurnSink) -> ModelTurn:
+        raw = encode(body)
+        headers = self.headers()  # the beta header of this body's native tools
         return await with_retries(
-            lambda: self._attempt(encode(body), sink),
+            lambda: self._attempt(raw, sink, headers),
             sink,
             deadline=self.endpoint.deadline,
             secrets=self.endpoint.secrets,
         )
 
-    async def _attempt(self, body: bytes, sink: TurnSink) -> ModelTurn:
+    async def _attempt(self, body: bytes, sink: TurnSink, headers: dict[str, str]) -> ModelTurn:
         state = _StreamState()
         # The stream is read to its end (not left at message_stop) so the connection is reused.
-        async for event in self._http.stream_events(self.url, self.headers(), body):
+        async for event in self._http.stream_events(self.url, headers, body):
             if state.done:
                 continue
             data = event.json()

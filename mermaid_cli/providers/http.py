@@ -1,4 +1,5 @@
-"""What the three HTTP clients share: SSE parsing, error mapping, retries and the request encoder.
+"""What the three HTTP clients share: SSE parsing, retries, the transport and the request encoder
+(the reading of failures is in `errors.py`).
 
 Retries (429, 5xx, Anthropic `overloaded_error`, connection resets, a stream cut mid-message) restart
 the whole turn: nothing of a failed attempt reaches the returned `ModelTurn`. Deltas the failed
@@ -19,7 +20,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mermaid_cli.core.errors import ContextTooLong, ProviderError
+from mermaid_cli.core.errors import ProviderError
+from mermaid_cli.providers.errors import Retryable, map_http_error, map_transport_error
 
 if TYPE_CHECKING:
     import httpx
@@ -33,57 +35,13 @@ T = TypeVar("T")
 MAX_ATTEMPTS = 6
 BASE_DELAY = 0.5
 MAX_DELAY = 30.0
-
-_CONTEXT_PHRASES = (
-    "prompt is too long",
-    "context_length_exceeded",
-    "maximum context length",
-    "context window",
-    "context length",
-    "too many tokens",
-    "input is too long",
-)
-_RETRYABLE_TYPES = {
-    "overloaded_error",
-    "api_error",
-    "rate_limit_error",
-    "server_error",
-    "rate_limit_exceeded",
-    "server_is_overloaded",
-}
-
-
-def _retryable_kind(kind: str) -> bool:
-    """A stream error type/code worth another attempt: a known transient type, or an HTTP-like
-    status code (`"code": 502`) of 429 or 5xx, as OpenAI-compatible servers put in error chunks."""
-    if kind in _RETRYABLE_TYPES:
-        return True
-    return kind.isdigit() and (int(kind) == 429 or 500 <= int(kind) <= 599)
+#: seconds to establish a connection; a connect timeout is retried like a reset or a DNS blip
+CONNECT_TIMEOUT = 10.0
 
 
 def encode(body: dict[str, Any]) -> bytes:
     """Deterministic compact JSON: the same request prefix always has the same bytes (caching)."""
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-class Retryable(ProviderError):
-    """A failure worth another attempt. `retry_after` (seconds) comes from the provider."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str | None = None,
-        status_code: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message, code=code, retryable=True, status_code=status_code)
-        self.retry_after = retry_after
-
-
-class StreamCut(Retryable):
-    def __init__(self, message: str = "the response stream ended before the message was complete") -> None:
-        super().__init__(message, code="stream_cut")
 
 
 @dataclass(frozen=True)
@@ -121,110 +79,6 @@ async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
         elif field == "data":
             data.append(value)
     # An unterminated trailing event is a cut stream; callers notice the missing terminal event.
-
-
-def _error_text(body: str) -> tuple[str, str | None]:
-    """(message, error type/code) from an Anthropic or OpenAI error body, or the raw text."""
-    try:
-        obj = json.loads(body)
-    except ValueError:
-        return (body.strip()[:500] or "no error message"), None
-    if isinstance(obj, list) and obj:
-        obj = obj[0]
-    if isinstance(obj, dict):
-        err = obj.get("error", obj)
-        if isinstance(err, dict):
-            msg = err.get("message") or err.get("detail") or json.dumps(err)[:500]
-            kind = err.get("type") or err.get("code")
-            return str(msg), (str(kind) if kind else None)
-        if isinstance(err, str):
-            return err, None
-    return body.strip()[:500], None
-
-
-def _retry_after(headers: Any) -> float | None:
-    for name in ("retry-after-ms", "retry-after"):
-        value = headers.get(name) if headers is not None else None
-        if value is None:
-            continue
-        try:
-            seconds = float(value)
-        except ValueError:
-            return None  # an HTTP date: rare from these APIs; fall back to our backoff
-        return seconds / 1000 if name == "retry-after-ms" else seconds
-    return None
-
-
-def map_http_error(provider: str, status: int, body: str, headers: Any = None) -> ProviderError:
-    """The error for a non-2xx response: retryable, context too long, or final (exit 5)."""
-    message, kind = _error_text(body)
-    text = f"{provider}: HTTP {status}: {message}"
-    lowered = f"{message} {kind or ''} {body[:2000]}".lower()
-    should_retry = (headers.get("x-should-retry") or "").lower() if headers is not None else ""
-    retryable = status in (408, 409, 429) or status >= 500 or kind in ("overloaded_error",)
-    # Both vendors may say explicitly whether a retry can help (their SDKs honour it too).
-    if should_retry in ("true", "false"):
-        retryable = should_retry == "true"
-    if retryable:
-        return Retryable(
-            text, code=kind or f"http_{status}", status_code=status, retry_after=_retry_after(headers)
-        )
-    if status in (400, 413, 422) and any(p in lowered for p in _CONTEXT_PHRASES):
-        return ContextTooLong(text, status_code=status)
-    if status in (401, 403):
-        return ProviderError(text, code="auth", status_code=status)
-    if status == 404:
-        return ProviderError(text, code="unknown_model", status_code=status)
-    return ProviderError(text, code=kind or f"http_{status}", status_code=status)
-
-
-def map_stream_error(provider: str, payload: dict[str, Any]) -> ProviderError:
-    """An error delivered inside a 200 stream (`event: error`, `response.failed`, chat `error`)."""
-    err = payload.get("error") if isinstance(payload.get("error"), dict) else payload
-    if err is None or not isinstance(err, dict):
-        err = {"message": str(payload.get("error"))}
-    kinds = [str(v) for v in (err.get("type"), err.get("code")) if v and v != "error"]
-    kind = kinds[0] if kinds else None
-    message = str(err.get("message") or kind or "stream error")
-    text = f"{provider}: {message}"
-    if any(_retryable_kind(k) for k in kinds):
-        return Retryable(text, code=next(k for k in kinds if _retryable_kind(k)))
-    if any(p in f"{message} {' '.join(kinds)}".lower() for p in _CONTEXT_PHRASES):
-        return ContextTooLong(text)
-    return ProviderError(text, code=kind or "stream_error")
-
-
-def map_transport_error(provider: str, url: str, exc: Exception) -> ProviderError:
-    import httpx
-
-    if isinstance(exc, httpx.ConnectError) and _refused(exc):
-        # Nothing listens there: nearly always a wrong base URL, so fail fast and name it.
-        return ProviderError(
-            f"{provider}: cannot connect to {url}: {exc or 'connection refused'}", code="connect"
-        )
-    if isinstance(exc, httpx.ConnectError):
-        # A reset during the handshake, a DNS blip: transient, retried like a 5xx (as the SDKs do).
-        return Retryable(
-            f"{provider}: cannot connect to {url}: {exc or type(exc).__name__}", code="connect_retry"
-        )
-    if isinstance(exc, httpx.TimeoutException):
-        return Retryable(f"{provider}: request to {url} timed out", code="timeout")
-    return Retryable(
-        f"{provider}: connection to {url} failed: {type(exc).__name__}: {exc}", code="connection"
-    )
-
-
-def _refused(exc: BaseException) -> bool:
-    """Whether a connect error is a refused connection (httpx wraps the OSError a few levels deep)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, ConnectionRefusedError):
-            return True
-        current = current.__cause__ or current.__context__
-    text = str(exc).lower()
-    return "connection refused" in text or "errno 111" in text
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
@@ -287,10 +141,18 @@ async def with_retries(
 class HttpTransport:
     """One lazily created httpx.AsyncClient per provider, and the streaming POST all clients use."""
 
-    def __init__(self, provider: str, *, secrets: tuple[str, ...] = (), timeout: float = 600.0) -> None:
+    def __init__(
+        self,
+        provider: str,
+        *,
+        secrets: tuple[str, ...] = (),
+        timeout: float = 600.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
         self.provider = provider
         self.secrets = secrets
         self._timeout = timeout
+        self._connect_timeout = connect_timeout
         self._client: httpx.AsyncClient | None = None
 
     def client(self) -> httpx.AsyncClient:
@@ -300,7 +162,7 @@ class HttpTransport:
 
             import httpx
 
-            timeout = httpx.Timeout(self._timeout, connect=10.0)
+            timeout = httpx.Timeout(self._timeout, connect=self._connect_timeout)
             if urllib.request.getproxies():
                 # httpx applies HTTP(S)_PROXY / NO_PROXY only to a client without its own transport
                 self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=True)
@@ -330,6 +192,24 @@ class HttpTransport:
         except httpx.HTTPError as exc:
             raise map_transport_error(self.provider, url, exc) from None
 
+    async def post_json(self, url: str, headers: dict[str, str], body: bytes) -> Any:
+        """POST `body` and return the parsed JSON response (a request sent with `stream: false`)."""
+        import httpx
+
+        client = self.client()
+        try:
+            response = await client.post(url, headers={**headers, "accept": "application/json"}, content=body)
+        except httpx.HTTPError as exc:
+            raise map_transport_error(self.provider, url, exc) from None
+        if response.status_code >= 300:
+            raise map_http_error(self.provider, response.status_code, response.text, response.headers)
+        try:
+            return response.json()
+        except ValueError:
+            raise Retryable(
+                f"{self.provider}: the response is not JSON: {response.text[:200]!r}", code="bad_response"
+            ) from None
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
@@ -347,6 +227,7 @@ class Endpoint:
     extra_headers: tuple[tuple[str, str], ...] = ()
     native_tools: bool = True
     deadline: float | None = None  # time.monotonic() value; retries stop before it
+    connect_timeout: float = CONNECT_TIMEOUT
     #: the model's row of the table (with [models]/[pricing] applied); looked up when not given
     facts: ModelFacts | None = field(default=None, compare=False, repr=False)
 

@@ -66,6 +66,9 @@ class ModelFacts(BaseModel):
     context_window: int = Field(gt=0)
     max_output: int = Field(gt=0)
     vision: bool = False
+    #: Anthropic: the model takes `output_config.format` (structured outputs); OpenAI models
+    #: always get `text.format`/`response_format`, dropped if the server refuses it
+    structured_output: bool = False
     tools: tuple[str, ...] = ("function",)
     thinking: Thinking = Thinking()
     price: Price | None = None

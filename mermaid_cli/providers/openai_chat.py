@@ -23,12 +23,12 @@ from mermaid_cli.core.types import (
     Usage,
 )
 from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.errors import StreamCut, map_stream_error
+from mermaid_cli.providers.fallbacks import Fallbacks, with_fallbacks
 from mermaid_cli.providers.http import (
     Endpoint,
     HttpTransport,
-    StreamCut,
     encode,
-    map_stream_error,
     with_retries,
 )
 from mermaid_cli.providers.openai_responses import data_url, parse_arguments
@@ -46,7 +46,11 @@ class OpenAIChatProvider:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.model_id = endpoint.model_id
-        self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
+        self._http = HttpTransport(
+            endpoint.provider, secrets=endpoint.secrets, connect_timeout=endpoint.connect_timeout
+        )
+        #: what this run's requests leave out since the server refused it (see fallbacks.py)
+        self.fallbacks = Fallbacks()
 
     @property
     def url(self) -> str:
@@ -60,11 +64,10 @@ class OpenAIChatProvider:
         return headers
 
     def build_body(self, request: TurnRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.endpoint.model,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        done = self.fallbacks
+        body: dict[str, Any] = {"model": self.endpoint.model, "stream": not done.stream}
+        if not done.stream:
+            body["stream_options"] = {"include_usage": True}
         if request.tools:
             body["tools"] = [
                 {
@@ -73,6 +76,9 @@ class OpenAIChatProvider:
                 }
                 for t in request.tools
             ]
+            if request.response_schema is not None:
+                # The format turn keeps the same tools (append-only, cache) but may not call them.
+                body["tool_choice"] = "none"
         facts = self.endpoint.model_facts
         openai_itself = "api.openai.com" in self.endpoint.base_url
         if request.max_output_tokens:
@@ -85,7 +91,7 @@ class OpenAIChatProvider:
                 body["reasoning"] = {"effort": effort}  # OpenRouter's unified shape
             else:
                 body["reasoning_effort"] = effort
-        if request.response_schema is not None:
+        if request.response_schema is not None and not done.output_format:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "output", "schema": request.response_schema},
@@ -99,13 +105,31 @@ class OpenAIChatProvider:
         return body
 
     async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
-        body = encode(self.build_body(request))
-        return await with_retries(
-            lambda: self._attempt(body, sink),
-            sink,
-            deadline=self.endpoint.deadline,
-            secrets=self.endpoint.secrets,
+        return await with_fallbacks(
+            self.endpoint.provider, self.fallbacks, lambda: self.build_body(request), self._send, sink
         )
+
+    async def _send(self, body: dict[str, Any], sink: TurnSink) -> ModelTurn:
+        raw = encode(body)
+        attempt = self._attempt if body.get("stream") else self._attempt_whole
+        return await with_retries(
+            lambda: attempt(raw, sink), sink, deadline=self.endpoint.deadline, secrets=self.endpoint.secrets
+        )
+
+    async def _attempt_whole(self, body: bytes, sink: TurnSink) -> ModelTurn:
+        """One request sent without streaming: each choice's message is read as one big delta."""
+        completion = await self._http.post_json(self.url, self.headers(), body)
+        if not isinstance(completion, dict):
+            raise ValueError("the response is not a JSON object")
+        choices = []
+        for choice in completion.get("choices") or []:
+            message = dict(choice.get("message") or {})
+            calls = message.get("tool_calls") or []
+            message["tool_calls"] = [{"index": i, **c} for i, c in enumerate(calls)]
+            choices.append({**choice, "delta": message})
+        state = _ChatStream(self.endpoint.provider)
+        state.feed({**completion, "choices": choices}, sink)
+        return state.result()
 
     async def _attempt(self, body: bytes, sink: TurnSink) -> ModelTurn:
         state = _ChatStream(self.endpoint.provider)
@@ -158,7 +182,8 @@ class _ChatStream:
             sink.reasoning(thought)
         for tc in delta.get("tool_calls") or []:
             slot = self.calls.setdefault(
-                int(tc.get("index", len(self.calls))), {"id": "", "name": "", "arguments": ""}
+                int(tc.get("index", len(self.calls))),
+                {"id": "", "name": "", "arguments": "", "signature": ""},
             )
             if tc.get("id"):
                 slot["id"] = tc["id"]
@@ -169,6 +194,10 @@ class _ChatStream:
                 slot["name"] += name
             if fn.get("arguments"):
                 slot["arguments"] += fn["arguments"]
+            # Gemini 3 signs its calls; the call is refused on the next turn without its signature.
+            google = (tc.get("extra_content") or {}).get("google") or {}
+            if isinstance(google.get("thought_signature"), str):
+                slot["signature"] = google["thought_signature"]
 
     def result(self) -> ModelTurn:
         content: list[Block] = []
@@ -181,7 +210,11 @@ class _ChatStream:
             args, bad = parse_arguments(slot["arguments"])
             content.append(
                 ToolCallBlock(
-                    id=slot["id"] or f"call_{index}", name=slot["name"], arguments=args, raw_arguments=bad
+                    id=slot["id"] or f"call_{index}",
+                    name=slot["name"],
+                    arguments=args,
+                    raw_arguments=bad,
+                    signature=slot["signature"] or None,
                 )
             )
         details = self.usage.get("prompt_tokens_details") or {}
@@ -196,23 +229,26 @@ class _ChatStream:
         return ModelTurn(content=tuple(content), stop_reason=stop, usage=turn_usage, model=self.model)
 
 
+def _call(block: ToolCallBlock) -> dict[str, Any]:
+    raw = (
+        block.raw_arguments or "{}"
+        if block.arguments is None
+        else json.dumps(block.arguments, ensure_ascii=False)
+    )
+    out: dict[str, Any] = {
+        "id": block.id,
+        "type": "function",
+        "function": {"name": block.name, "arguments": raw},
+    }
+    if block.signature is not None:
+        out["extra_content"] = {"google": {"thought_signature": block.signature}}
+    return out
+
+
 def _messages(message: Message) -> list[dict[str, Any]]:
     if message.role == "assistant":
         text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
-        calls = [
-            {
-                "id": b.id,
-                "type": "function",
-                "function": {
-                    "name": b.name,
-                    "arguments": (b.raw_arguments or "{}")
-                    if b.arguments is None
-                    else json.dumps(b.arguments, ensure_ascii=False),
-                },
-            }
-            for b in message.content
-            if isinstance(b, ToolCallBlock)
-        ]
+        calls = [_call(b) for b in message.content if isinstance(b, ToolCallBlock)]
         out: dict[str, Any] = {"role": "assistant", "content": text or None}
         if calls:
             out["tool_calls"] = calls

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 from mermaid_cli.core.arguments import parse_tool_arguments
-from mermaid_cli.core.errors import ContextTooLong, ProviderError
 from mermaid_cli.core.types import (
     Block,
     ImageBlock,
@@ -27,12 +26,12 @@ from mermaid_cli.core.types import (
 )
 from mermaid_cli.providers import native_tools
 from mermaid_cli.providers.base import TurnSink
+from mermaid_cli.providers.errors import StreamCut, map_stream_error
+from mermaid_cli.providers.fallbacks import Fallbacks, with_fallbacks
 from mermaid_cli.providers.http import (
     Endpoint,
     HttpTransport,
-    StreamCut,
     encode,
-    map_stream_error,
     with_retries,
 )
 from mermaid_cli.providers.models import ModelFacts
@@ -48,8 +47,15 @@ class OpenAIResponsesProvider:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.model_id = endpoint.model_id
-        self._http = HttpTransport(endpoint.provider, secrets=endpoint.secrets)
-        self.native_rejected = False
+        self._http = HttpTransport(
+            endpoint.provider, secrets=endpoint.secrets, connect_timeout=endpoint.connect_timeout
+        )
+        #: what this run's requests leave out since the API refused it (see fallbacks.py)
+        self.fallbacks = Fallbacks()
+
+    @property
+    def native_rejected(self) -> bool:
+        return self.fallbacks.native_tools
 
     @property
     def url(self) -> str:
@@ -65,7 +71,8 @@ class OpenAIResponsesProvider:
     # --- request ----------------------------------------------------------------------------
 
     def build_body(self, request: TurnRequest, *, native: bool | None = None) -> dict[str, Any]:
-        use_native = self.endpoint.native_tools and not self.native_rejected if native is None else native
+        done = self.fallbacks
+        use_native = self.endpoint.native_tools and not done.native_tools if native is None else native
         specs, natives = native_tools.openai_tools(request.tools, use_native)
         tools: list[dict[str, Any]] = [
             {
@@ -79,13 +86,19 @@ class OpenAIResponsesProvider:
         ]
         tools.extend(dict(n) for n in natives)
         model = self.endpoint.model
-        body: dict[str, Any] = {"model": model, "stream": True, "store": False}
+        body: dict[str, Any] = {"model": model, "stream": not done.stream, "store": False}
         if request.system:
             body["instructions"] = request.system
         if tools:
             body["tools"] = tools
-        body.update(reasoning_params(self.endpoint.model_facts, request.reasoning, request.max_output_tokens))
-        if request.response_schema is not None:
+            if request.response_schema is not None:
+                # The format turn keeps the same tools (append-only, cache) but may not call them.
+                body["tool_choice"] = "none"
+        params = reasoning_params(self.endpoint.model_facts, request.reasoning, request.max_output_tokens)
+        if done.reasoning_summary and "reasoning" in params:
+            params["reasoning"].pop("summary", None)
+        body.update(params)
+        if request.response_schema is not None and not done.output_format:
             body["text"] = {
                 "format": {
                     "type": "json_schema",
@@ -145,35 +158,41 @@ class OpenAIResponsesProvider:
                             "arguments": raw or "{}",
                         }
                     )
+        # A reasoning item must be followed by the item it led to; a reply cut off while reasoning
+        # (`incomplete`, only a reasoning item) is never sent with the item alone. The rule holds
+        # from the first request that holds the message, so the input stays append-only.
+        while items and items[-1].get("type") == "reasoning":
+            items.pop()
         return items
 
     # --- turn -------------------------------------------------------------------------------
 
     async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
-        body = self.build_body(request)
-        offered = [t for t in body.get("tools", []) if t.get("type") != "function"]
-        try:
-            return await with_retries(
-                lambda: self._attempt(encode(body), sink),
-                sink,
-                deadline=self.endpoint.deadline,
-                secrets=self.endpoint.secrets,
-            )
-        except ProviderError as exc:
-            if isinstance(exc, ContextTooLong) or not native_tools.rejected_natives(exc, offered):
-                raise
-        self.native_rejected = True
-        sink.retry(
-            f"{self.endpoint.provider} rejected the native apply_patch tool; using Mermaid's schema",
-            "native_tools_rejected",
+        return await with_fallbacks(
+            self.endpoint.provider, self.fallbacks, lambda: self.build_body(request), self._send, sink
         )
-        body = self.build_body(request, native=False)
+
+    async def _send(self, body: dict[str, Any], sink: TurnSink) -> ModelTurn:
+        raw = encode(body)
+        attempt = self._attempt if body.get("stream") else self._attempt_whole
         return await with_retries(
-            lambda: self._attempt(encode(body), sink),
-            sink,
-            deadline=self.endpoint.deadline,
-            secrets=self.endpoint.secrets,
+            lambda: attempt(raw, sink), sink, deadline=self.endpoint.deadline, secrets=self.endpoint.secrets
         )
+
+    async def _attempt_whole(self, body: bytes, sink: TurnSink) -> ModelTurn:
+        """One request sent with `stream: false`: the response object holds every output item."""
+        response = await self._http.post_json(self.url, self.headers(), body)
+        if not isinstance(response, dict):
+            raise ValueError("the response is not a JSON object")
+        if response.get("status") == "failed" or response.get("error"):
+            raise map_stream_error(self.endpoint.provider, {"error": response.get("error") or {}})
+        turn = _turn_from_output(response.get("output") or [], response)
+        for block in turn.content:
+            if isinstance(block, ReasoningBlock) and block.text:
+                sink.reasoning(block.text)
+            elif isinstance(block, TextBlock):
+                sink.text(block.text)
+        return turn
 
     async def _attempt(self, body: bytes, sink: TurnSink) -> ModelTurn:
         items: dict[int, dict[str, Any]] = {}

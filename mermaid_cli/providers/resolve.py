@@ -64,6 +64,8 @@ PRESETS: dict[str, Preset] = {
     ),
     "nvidia": Preset("chat", "https://integrate.api.nvidia.com/v1", ("NVIDIA_API_KEY",)),
     "ollama": Preset("chat", "http://localhost:11434/v1", ("OLLAMA_API_KEY",), key_required=False),
+    # Claude on Google Vertex AI: an OAuth token from google-auth, no key (providers/vertex.py)
+    "vertex": Preset("vertex", "", (), "ANTHROPIC_VERTEX_BASE_URL", "claude-sonnet-4-5@20250929", False),
 }
 ALIASES = {"grok": "xai"}
 #: the order in which a default model is looked for
@@ -146,6 +148,11 @@ def create_provider(
     api = (user.api if user is not None else None) or (preset.api if preset else "chat")
     base_url = user.base_url if user is not None else None
     where = f"[providers.{provider}] base_url"
+    if api == "vertex" and base_url is None:
+        from mermaid_cli.providers.vertex import vertex_base_url, vertex_location
+
+        project, region = vertex_location(env)
+        base_url, where = vertex_base_url(env, region), "ANTHROPIC_VERTEX_BASE_URL"
     if base_url is None and preset is not None:
         if preset.base_url_env and env.get(preset.base_url_env, "").strip():
             base_url, where = env[preset.base_url_env].strip(), preset.base_url_env
@@ -176,6 +183,11 @@ def create_provider(
         native_tools=_native(settings),
         deadline=deadline,
     )
+    if api == "vertex":
+        from mermaid_cli.providers.vertex import VertexAnthropicProvider, vertex_location
+
+        project, region = vertex_location(env)
+        return VertexAnthropicProvider(endpoint, project=project, region=region)
     if api == "anthropic":
         from mermaid_cli.providers.anthropic import AnthropicProvider
 
@@ -191,7 +203,16 @@ def create_provider(
 
 def model_facts(model_id: str, settings: Settings) -> ModelFacts:
     """The table's row for `model_id` with the config's `[models]` and `[pricing]` applied."""
+    provider, _, model = model_id.partition("/")
+    if canonical(provider) == "vertex" and not _in_config(settings, model_id):
+        # Vertex names Claude models `claude-sonnet-4-5@20250929`: the Anthropic row's facts
+        model_id = f"anthropic/{model.split('@', 1)[0]}"
     return facts_for(model_id, getattr(settings, "models", None), getattr(settings, "pricing", None))
+
+
+def _in_config(settings: Settings, model_id: str) -> bool:
+    tables = (getattr(settings, "models", None) or {}, getattr(settings, "pricing", None) or {})
+    return any(model_id in t for t in tables)
 
 
 @dataclass(frozen=True)

@@ -368,10 +368,10 @@ class Run:
         return "\n\n".join(parts)
 
     async def _structured(self, stats: Any) -> None:
-        from mermaid_cli.run.structured import FORMAT_PROMPT, shape
+        from mermaid_cli.run.structured import format_prompt, shape
 
         assert self.schema is not None  # only called with --output-schema
-        turn = await self.agent.extra_turn(FORMAT_PROMPT, response_schema=self.schema)
+        turn = await self.agent.extra_turn(format_prompt(self.schema), response_schema=self.schema)
         text, value, error = shape(turn.message.text, self.schema)
         stats.response = text
         if error is None:

@@ -1,4 +1,11 @@
-"""`--output-schema`: the schema file check, and shaping the final answer into validated JSON."""
+"""`--output-schema`: the schema file check, the formatting turn's prompt, and shaping the final
+answer into validated JSON.
+
+The formatting turn is appended to the conversation like any other turn (nothing sent before is
+changed): a user message that carries the schema itself, and the request asks for the format
+through the provider's own parameter (Anthropic `output_config.format`, Responses `text.format`,
+Chat `response_format`) with the same tools as before, none of which may be called.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,13 @@ FORMAT_PROMPT = (
     "Convert your final answer into a single JSON object that conforms to the provided schema. "
     "Respond with only the JSON object - no prose, no code fences."
 )
+
+
+def format_prompt(schema: dict[str, Any]) -> str:
+    """The formatting turn's user message: the instruction and the schema, in the history."""
+    text = json.dumps(schema, ensure_ascii=False, sort_keys=True)
+    return f"{FORMAT_PROMPT}\n\nThe JSON schema:\n{text}"
+
 
 _FENCE = re.compile(r"^\s*```[^\n`]*\n(.*?)\n?```\s*$", re.DOTALL)
 
