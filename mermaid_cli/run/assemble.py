@@ -1,13 +1,16 @@
-"""Building a run's parts from its settings: the tool registry (built-in tools, spec-cached), the
-system prompt, the policy gate with its reviewer, and the MCP servers. Each builder takes what it
-needs explicitly, so the runner only drives parts and a child run (subagents) can be built the
-same way.
+"""A run, assembled from typed parts: `assemble(options) -> RunParts` (the settings, the resolved
+model, the tool registry, the policy gate, the session writer, the tool context and the loop), and
+the builders it uses: the tool registry (built-in tools, spec-cached), the system prompt, the
+policy gate with its reviewer, and the MCP servers. Each builder takes what it needs explicitly,
+so the runner only drives parts and a child run (subagents) is built the same way.
 """
 
 from __future__ import annotations
 
 import platform
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,13 +18,29 @@ from mermaid_cli import __version__
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.core.types import ModelTurn, Usage
+from mermaid_cli.run.options import ExecOptions, RunIO, check_options, read_piped, resolve_prompt
+from mermaid_cli.run.output import Output
+from mermaid_cli.run.setup import (
+    Draft,
+    LiveRedactor,
+    build_agent,
+    load_history,
+    load_run_settings,
+    open_recorder,
+    open_session,
+    start_sandbox,
+    tool_context,
+)
 
 if TYPE_CHECKING:
+    from mermaid_cli.agent.loop import Agent
     from mermaid_cli.config.loader import Settings
     from mermaid_cli.integrations.mcp.manager import McpManager
     from mermaid_cli.policy.gate import PolicyGate
     from mermaid_cli.providers.base import Provider
-    from mermaid_cli.tools.base import ToolRegistry
+    from mermaid_cli.providers.resolve import ResolvedModel
+    from mermaid_cli.store.sessions import SessionWriter
+    from mermaid_cli.tools.base import ToolContext, ToolRegistry
 
 
 def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
@@ -188,3 +207,177 @@ async def start_mcp(
     registry.add_dynamic(manager)
     errors = [ev.Error(message=f"MCP server {name}: {message}", code="mcp_server") for name, message in manager.errors()]
     return manager, errors
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """One run, assembled: what the runner drives. A subagent's run is built by the same
+    `assemble`, from narrowed options."""
+
+    settings: Settings
+    project_root: Path
+    #: the model as resolved (its facts, price and the secrets it brought) ...
+    model: ResolvedModel
+    #: ... and the client the loop calls (the resolved one, with the heartbeat around it)
+    provider: Provider
+    registry: ToolRegistry
+    gate: PolicyGate
+    session: SessionWriter
+    ctx: ToolContext
+    agent: Agent
+    prompt: str
+    #: --output-schema, loaded
+    schema: dict[str, Any] | None
+    #: the run's time.monotonic()-scale deadline (the injected clock's) and its --timeout
+    deadline: float
+    timeout: float
+    redact: LiveRedactor
+
+
+async def assemble(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -> RunParts:
+    """Build every part of a run from its options, in the order that lets each fail early
+    (exit 2 before the model is called). `draft` records progress for the runner."""
+    draft.project_root = check_options(opts, io)
+    settings = load_run_settings(opts, io, out, draft)
+    assert draft.redactor is not None  # load_run_settings made it
+    schema = None
+    if opts.output_schema is not None:
+        from mermaid_cli.run.structured import load_schema
+
+        schema = load_schema(io.cwd / opts.output_schema)
+    history = load_history(opts, draft.project_root, out)
+    draft.session_id = history.session_id
+    prompt = resolve_prompt(opts.prompt, io) if opts.mcp_prompt is None else ""
+    deadline = draft.t0 + settings.run.timeout
+    model, provider = _model(opts, io, out, draft, settings, deadline)
+    # A person can be asked only when both ends are a terminal (never in CI).
+    interactive = bool(io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers)
+    registry = cached_registry(settings, io.env, interactive=interactive)
+    mcp = None
+    if settings.mcp_servers:
+        mcp, errors = await start_mcp(settings, registry, note=out.note)
+        draft.cleanups.append(mcp.aclose)
+        draft.pending_errors.extend(errors)
+    if opts.mcp_prompt is not None:
+        prompt = await _mcp_prompt(opts, io, mcp)
+    draft.tools = registry.names()
+    system = system_prompt(
+        settings,
+        io.env,
+        tools=draft.tools,
+        project_root=draft.project_root,
+        interactive=interactive,
+        replace=opts.system_prompt,
+        replace_file=opts.system_prompt_file,
+        append=opts.append_system_prompt,
+        append_file=opts.append_system_prompt_file,
+    )
+    writer = open_session(opts, io, history, draft, out)
+    recorder = open_recorder(opts, io, draft, model)
+    sandbox = start_sandbox(settings, io, draft, out.note)
+    ctx = tool_context(
+        settings, io, draft=draft, sandbox=sandbox, writer=writer, out=out, interactive=interactive, tasks=history.tasks
+    )
+    gate = _gate(settings, io, draft, out, provider, interactive=interactive, prompt=prompt)
+    ctx.external_access = gate.external_access
+    agent = draft.agent = build_agent(
+        settings,
+        io,
+        out,
+        draft,
+        provider=provider,
+        registry=registry,
+        ctx=ctx,
+        gate=gate,
+        system=system,
+        history=history,
+        writer=writer,
+        recorder=recorder,
+        model=model,
+    )
+    return RunParts(
+        settings=settings,
+        project_root=draft.project_root,
+        model=model,
+        provider=provider,
+        registry=registry,
+        gate=gate,
+        session=writer,
+        ctx=ctx,
+        agent=agent,
+        prompt=prompt,
+        schema=schema,
+        deadline=deadline,
+        timeout=settings.run.timeout,
+        redact=draft.redactor,
+    )
+
+
+def _model(
+    opts: ExecOptions, io: RunIO, out: Output, draft: Draft, settings: Settings, deadline: float
+) -> tuple[ResolvedModel, Provider]:
+    """The resolved model; its secrets join the redactor before anything could print them."""
+    from mermaid_cli.providers.resolve import resolve_model
+
+    assert draft.redactor is not None
+    resolved = resolve_model(
+        None,
+        settings,
+        io.env,
+        cwd=io.cwd,
+        # the provider retries on the wall clock; the run's deadline is on the injected one
+        deadline=lambda: time.monotonic() + deadline - io.monotonic(),
+    )
+    draft.model_id = resolved.model_id
+    for secret in resolved.secrets:
+        draft.redactor.add(secret)
+    for warning in resolved.warnings:
+        out.note(warning)
+    provider: Provider = resolved.provider
+    if not opts.quiet:
+        from mermaid_cli.run.heartbeat import HeartbeatProvider, interval_from
+
+        provider = HeartbeatProvider(provider, out.note, interval=interval_from(io.env))
+    if settings.run.max_cost is not None and resolved.price is None:
+        raise UsageError(f"--max-cost needs a price for {draft.model_id}, and none is known; set [pricing] for it")
+    return resolved, provider
+
+
+async def _mcp_prompt(opts: ExecOptions, io: RunIO, mcp: McpManager | None) -> str:
+    from mermaid_cli.integrations.mcp.prompts import fetch_prompt
+
+    if mcp is None:
+        raise UsageError("--mcp-prompt: no MCP servers are configured")
+    text = await fetch_prompt(mcp, opts.mcp_prompt or "", list(opts.prompt_args))
+    piped = read_piped(io)
+    return f"{text}\n\n```\n{piped}\n```" if piped else text
+
+
+def _gate(
+    settings: Settings, io: RunIO, draft: Draft, out: Output, provider: Provider, *, interactive: bool, prompt: str
+) -> PolicyGate:
+    """The policy gate; its reviewer is the run's model unless [safety] auto_classifier_model
+    names another. The agent's callbacks are read at call time (the agent is built after it)."""
+    reviewer = provider
+    if settings.safety.auto_classifier_model:
+        from mermaid_cli.providers.resolve import create_provider
+
+        reviewer = create_provider(settings.safety.auto_classifier_model, settings, io.env)
+        draft.cleanups.append(reviewer.aclose)
+
+    def on_usage(usage: Usage) -> None:
+        if draft.agent is not None:
+            draft.agent.account(usage)
+
+    return policy_gate(
+        settings,
+        project_root=draft.project_root,
+        reviewer=RecordingReviewer(reviewer, lambda: draft.agent.on_turn if draft.agent else None),
+        emit=out.emit,
+        note=out.note,
+        redact=draft.redact,
+        interactive=interactive,
+        user_request=lambda: prompt,
+        untrusted_content=lambda: bool(draft.agent and draft.agent.stats.untrusted_content),
+        on_usage=on_usage,
+    )
