@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mermaid_cli.config.sections.agents import AgentsSection
 from mermaid_cli.config.sections.base import Section
 from mermaid_cli.config.sections.exec import ExecSection
 from mermaid_cli.config.sections.hooks import HookSpec
@@ -83,6 +84,7 @@ class Settings(BaseModel):
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     tools: ProviderToolsSettings = Field(default_factory=ProviderToolsSettings)
+    agents: AgentsSection = Field(default_factory=AgentsSection)
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.

@@ -8,7 +8,6 @@ so the runner only drives parts and a child run (subagents) is built the same wa
 from __future__ import annotations
 
 import platform
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,19 +17,21 @@ from mermaid_cli import __version__
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.core.types import ModelTurn, Usage
-from mermaid_cli.run.options import ExecOptions, RunIO, check_options, read_piped, resolve_prompt
+from mermaid_cli.run.lineage import Lineage, Tree
+from mermaid_cli.run.options import ExecOptions, RunIO, check_options, resolve_prompt
 from mermaid_cli.run.output import Output
+from mermaid_cli.run.parts import build_agent, mcp_prompt, open_recorder, resolve_run_model
 from mermaid_cli.run.setup import (
     Draft,
     LiveRedactor,
-    build_agent,
     load_history,
     load_run_settings,
-    open_recorder,
+    narrow_settings,
     open_session,
     start_sandbox,
     tool_context,
 )
+from mermaid_cli.run.subagents import NarrowedRegistry, Subagents
 
 if TYPE_CHECKING:
     from mermaid_cli.agent.loop import Agent
@@ -99,6 +100,7 @@ def system_prompt(
     tools: list[str],
     project_root: Path,
     interactive: bool,
+    instructions: bool = True,
     replace: str | None = None,
     replace_file: str | None = None,
     append: str | None = None,
@@ -118,13 +120,13 @@ def system_prompt(
 
         user_dir = user_config_dir(env)
         index = ""
-        if settings.memory.enabled:
+        if settings.memory.enabled and instructions:
             index = memory_index(project_root, user_dir / "memory", cap=settings.memory.index_cap_bytes)
         base = build_system_prompt(
             tools=tools,
             safety_mode=settings.safety.mode,
             project_root=project_root,
-            instructions=load_project_instructions(project_root, user_dir),
+            instructions=load_project_instructions(project_root, user_dir) if instructions else "",
             memory_index=index,
             interactive=interactive,
             os_name=platform.system() or "unknown OS",
@@ -205,7 +207,10 @@ async def start_mcp(
         await manager.aclose()
         raise
     registry.add_dynamic(manager)
-    errors = [ev.Error(message=f"MCP server {name}: {message}", code="mcp_server") for name, message in manager.errors()]
+    errors = [
+        ev.Error(message=f"MCP server {name}: {message}", code="mcp_server")
+        for name, message in manager.errors()
+    ]
     return manager, errors
 
 
@@ -232,34 +237,55 @@ class RunParts:
     deadline: float
     timeout: float
     redact: LiveRedactor
+    #: this run's children (None: the agent tool is not offered here)
+    subagents: Subagents | None = None
 
 
-async def assemble(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -> RunParts:
+async def assemble(
+    opts: ExecOptions, io: RunIO, out: Output, draft: Draft, lineage: Lineage | None = None
+) -> RunParts:
     """Build every part of a run from its options, in the order that lets each fail early
-    (exit 2 before the model is called). `draft` records progress for the runner."""
+    (exit 2 before the model is called). `draft` records progress for the runner; `lineage`
+    places a subagent's run in its tree (None: the root run)."""
+    lineage = lineage or Lineage(tree=Tree())
+    draft.tree = lineage.tree
     draft.project_root = check_options(opts, io)
     settings = load_run_settings(opts, io, out, draft)
     assert draft.redactor is not None  # load_run_settings made it
+    if lineage.terms is not None:
+        narrow_settings(settings, lineage.terms)
+        draft.safety_mode = settings.safety.mode
     schema = None
     if opts.output_schema is not None:
         from mermaid_cli.run.structured import load_schema
 
         schema = load_schema(io.cwd / opts.output_schema)
-    history = load_history(opts, draft.project_root, out)
+    history = load_history(opts, draft.project_root, out, child_session=lineage.session_path)
     draft.session_id = history.session_id
     prompt = resolve_prompt(opts.prompt, io) if opts.mcp_prompt is None else ""
     deadline = draft.t0 + settings.run.timeout
-    model, provider = _model(opts, io, out, draft, settings, deadline)
+    model, provider = resolve_run_model(opts, io, out, draft, settings, deadline)
     # A person can be asked only when both ends are a terminal (never in CI).
-    interactive = bool(io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers)
-    registry = cached_registry(settings, io.env, interactive=interactive)
+    interactive = bool(
+        io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
+    )
+    registry: ToolRegistry = cached_registry(settings, io.env, interactive=interactive)
+    if lineage.terms is not None:
+        allowed = lineage.terms.agent_type.tools
+        registry = NarrowedRegistry(
+            registry, deny=lineage.deny_tools, allow=frozenset(allowed) if allowed is not None else None
+        )
+    subagents = None
+    if lineage.depth < settings.agents.max_depth:  # max_depth 0: no agent tool at all
+        subagents = Subagents(opts, io, out, draft, settings, lineage)
+        subagents.register(registry)
     mcp = None
     if settings.mcp_servers:
         mcp, errors = await start_mcp(settings, registry, note=out.note)
         draft.cleanups.append(mcp.aclose)
         draft.pending_errors.extend(errors)
     if opts.mcp_prompt is not None:
-        prompt = await _mcp_prompt(opts, io, mcp)
+        prompt = await mcp_prompt(opts, io, mcp)
     draft.tools = registry.names()
     system = system_prompt(
         settings,
@@ -267,6 +293,7 @@ async def assemble(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -> R
         tools=draft.tools,
         project_root=draft.project_root,
         interactive=interactive,
+        instructions=lineage.terms is None,  # a child is granted none of them
         replace=opts.system_prompt,
         replace_file=opts.system_prompt_file,
         append=opts.append_system_prompt,
@@ -276,10 +303,18 @@ async def assemble(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -> R
     recorder = open_recorder(opts, io, draft, model)
     sandbox = start_sandbox(settings, io, draft, out.note)
     ctx = tool_context(
-        settings, io, draft=draft, sandbox=sandbox, writer=writer, out=out, interactive=interactive, tasks=history.tasks
+        settings,
+        io,
+        draft=draft,
+        sandbox=sandbox,
+        writer=writer,
+        out=out,
+        interactive=interactive,
+        tasks=history.tasks,
     )
     gate = _gate(settings, io, draft, out, provider, interactive=interactive, prompt=prompt)
     ctx.external_access = gate.external_access
+    ctx.agents = subagents
     agent = draft.agent = build_agent(
         settings,
         io,
@@ -294,7 +329,10 @@ async def assemble(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -> R
         writer=writer,
         recorder=recorder,
         model=model,
+        parent=lineage.parent_agent,
     )
+    if subagents is not None:
+        subagents.deadline = min(deadline, lineage.deadline)
     return RunParts(
         settings=settings,
         project_root=draft.project_root,
@@ -310,51 +348,19 @@ async def assemble(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -> R
         deadline=deadline,
         timeout=settings.run.timeout,
         redact=draft.redactor,
+        subagents=subagents,
     )
-
-
-def _model(
-    opts: ExecOptions, io: RunIO, out: Output, draft: Draft, settings: Settings, deadline: float
-) -> tuple[ResolvedModel, Provider]:
-    """The resolved model; its secrets join the redactor before anything could print them."""
-    from mermaid_cli.providers.resolve import resolve_model
-
-    assert draft.redactor is not None
-    resolved = resolve_model(
-        None,
-        settings,
-        io.env,
-        cwd=io.cwd,
-        # the provider retries on the wall clock; the run's deadline is on the injected one
-        deadline=lambda: time.monotonic() + deadline - io.monotonic(),
-    )
-    draft.model_id = resolved.model_id
-    for secret in resolved.secrets:
-        draft.redactor.add(secret)
-    for warning in resolved.warnings:
-        out.note(warning)
-    provider: Provider = resolved.provider
-    if not opts.quiet:
-        from mermaid_cli.run.heartbeat import HeartbeatProvider, interval_from
-
-        provider = HeartbeatProvider(provider, out.note, interval=interval_from(io.env))
-    if settings.run.max_cost is not None and resolved.price is None:
-        raise UsageError(f"--max-cost needs a price for {draft.model_id}, and none is known; set [pricing] for it")
-    return resolved, provider
-
-
-async def _mcp_prompt(opts: ExecOptions, io: RunIO, mcp: McpManager | None) -> str:
-    from mermaid_cli.integrations.mcp.prompts import fetch_prompt
-
-    if mcp is None:
-        raise UsageError("--mcp-prompt: no MCP servers are configured")
-    text = await fetch_prompt(mcp, opts.mcp_prompt or "", list(opts.prompt_args))
-    piped = read_piped(io)
-    return f"{text}\n\n```\n{piped}\n```" if piped else text
 
 
 def _gate(
-    settings: Settings, io: RunIO, draft: Draft, out: Output, provider: Provider, *, interactive: bool, prompt: str
+    settings: Settings,
+    io: RunIO,
+    draft: Draft,
+    out: Output,
+    provider: Provider,
+    *,
+    interactive: bool,
+    prompt: str,
 ) -> PolicyGate:
     """The policy gate; its reviewer is the run's model unless [safety] auto_classifier_model
     names another. The agent's callbacks are read at call time (the agent is built after it)."""

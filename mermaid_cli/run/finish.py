@@ -32,6 +32,8 @@ class Outcome:
     run_errors: list[str] = field(default_factory=list)
     structured_output: tuple[object] | None = None
     snapshot: WorkspaceSnapshot | None = None
+    #: the run's subagents, one entry each (None: it spawned none)
+    agents: list[dict[str, object]] | None = None
 
 
 def status_of(outcome: Outcome, settings: Settings | None) -> tuple[str, int]:
@@ -101,6 +103,7 @@ def finish(
         blocked=stats.blocked,
         files_changed=files_changed,
         untrusted_content=stats.untrusted_content,
+        agents=outcome.agents,
     )
     if outcome.structured_output is not None:
         result.structured_output = outcome.structured_output[0]

@@ -18,6 +18,7 @@ from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import Interrupted, MermaidError, RunTimeout
 from mermaid_cli.run.options import ExecOptions, RunIO
 from mermaid_cli.run.output import Output
+from mermaid_cli.run.parts import close_draft
 from mermaid_cli.run.setup import Draft
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class Run:
             self.io.stderr.write(self.draft.redact(traceback.format_exc()))
             error = MermaidError(f"internal error: {type(exc).__name__}: {exc}")
         finally:
-            await self._close()
+            await close_draft(self.draft)
         if stats is None and self.draft.agent is not None:
             stats = self.draft.agent.stats
         return self._finish(error, stats)
@@ -192,29 +193,15 @@ class Run:
         if task is not None:
             task.cancel()
 
-    async def _close(self) -> None:
-        agent = self.draft.agent
-        if agent is not None:
-            await agent.aclose()
-            try:
-                await agent.provider.aclose()
-            except Exception:  # noqa: BLE001
-                pass
-        for cleanup in reversed(self.draft.cleanups):
-            try:
-                outcome = cleanup()
-                if asyncio.iscoroutine(outcome):
-                    await outcome
-            except Exception:  # noqa: BLE001
-                pass
-        if self.draft.sandbox is not None:  # after the cleanups: background processes are gone
-            self.draft.sandbox.close()
-
     def _finish(self, error: BaseException | None, stats: RunStats | None) -> int:
         from mermaid_cli.agent.state import RunStats
         from mermaid_cli.run.finish import Outcome, finish
 
-        outcome = Outcome(error, stats or RunStats(), self.run_errors, self.structured_output, self.snapshot)
+        tree = self.draft.tree
+        agents = tree.breakdown() if tree is not None and tree.records else None
+        outcome = Outcome(
+            error, stats or RunStats(), self.run_errors, self.structured_output, self.snapshot, agents
+        )
         return finish(
             outcome,
             opts=self.opts,

@@ -24,15 +24,12 @@ from mermaid_cli.run.output import Output
 
 if TYPE_CHECKING:
     from mermaid_cli.agent.loop import Agent
-    from mermaid_cli.agent.state import Gate
     from mermaid_cli.config.loader import Settings
-    from mermaid_cli.providers.base import Provider
-    from mermaid_cli.providers.resolve import ResolvedModel
+    from mermaid_cli.run.lineage import ChildTerms, Tree
     from mermaid_cli.security.redact import Redactor
     from mermaid_cli.security.sandbox.run import RunSandbox
-    from mermaid_cli.store.recordings import Recorder
     from mermaid_cli.store.sessions import SessionWriter
-    from mermaid_cli.tools.base import ToolContext, ToolRegistry
+    from mermaid_cli.tools.base import ToolContext
     from mermaid_cli.tools.tasks import TaskStore
 
 Cleanup = Callable[[], Awaitable[None] | None]
@@ -75,6 +72,8 @@ class Draft:
     sandbox: RunSandbox | None = None
     #: the loop, once built: the gate's reviewer and budget callbacks read it at call time
     agent: Agent | None = None
+    #: the subagent tree this run belongs to (the result lists its children)
+    tree: Tree | None = None
     cleanups: list[Cleanup] = field(default_factory=list)
     #: errors found while assembling, emitted right after `session_started`
     pending_errors: list[ev.Error] = field(default_factory=list)
@@ -155,12 +154,31 @@ class History:
     next_index: int = 0
     compactions: int = 0
     tasks: dict[str, object] | None = None
+    #: a subagent's session file (under its parent's session), whether it exists yet or not
+    path: Path | None = None
 
 
-def load_history(opts: ExecOptions, project_root: Path, out: Output) -> History:
-    """Resume, continue or new. A missing session is exit 2, never a silent fresh start."""
-    from mermaid_cli.store.sessions import latest_session_id, load_session
+def load_history(
+    opts: ExecOptions, project_root: Path, out: Output, *, child_session: Path | None = None
+) -> History:
+    """Resume, continue or new. A missing session is exit 2, never a silent fresh start. A
+    subagent continues its own session file when it has one (a follow-up)."""
+    from mermaid_cli.store.sessions import latest_session_id, load_session, read_session_file
 
+    if child_session is not None:
+        child_id = f"{child_session.parent.name.removesuffix('.agents')}.{child_session.stem}"
+        if not child_session.is_file():
+            return History(session_id=child_id, path=child_session)
+        child = read_session_file(child_session)
+        return History(
+            session_id=child_id,
+            messages=child.messages,
+            ids=child.context_ids,
+            seq=child.last_seq,
+            next_index=max(child.all_messages, default=-1) + 1,
+            compactions=child.compactions,
+            path=child_session,
+        )
     if not (opts.resume or opts.continue_):
         return History()
     sid = opts.resume
@@ -189,9 +207,15 @@ def open_session(opts: ExecOptions, io: RunIO, history: History, draft: Draft, o
     from mermaid_cli.store.sessions import SessionWriter, create_session
 
     root, redact = draft.project_root, draft.redact
-    continuing = bool(history.session_id)
+    continuing = bool(history.session_id) and (history.path is None or history.path.is_file())
     try:
-        if continuing:
+        if history.path is not None:  # a subagent: its file under the parent's session
+            history.path.parent.mkdir(parents=True, exist_ok=True)
+            writer = SessionWriter(history.path, seq=history.seq, redact=redact, clock=io.clock)
+            writer.message_count = history.next_index
+            writer.compactions = history.compactions
+            draft.session_id = history.session_id
+        elif continuing:
             path = root / ".mermaid" / "conversations" / f"{history.session_id}.jsonl"
             writer = SessionWriter(path, seq=history.seq, redact=redact, clock=io.clock)
             writer.message_count = history.next_index
@@ -219,6 +243,16 @@ def open_session(opts: ExecOptions, io: RunIO, history: History, draft: Draft, o
     out.session = writer
     draft.cleanups.append(writer.close)
     return writer
+
+
+def narrow_settings(settings: Settings, terms: ChildTerms) -> None:
+    """A subagent's settings: its mode is the one recorded at spawn (nothing a config layer says
+    loosens it) and the MCP servers its lineage denies are not started."""
+    from mermaid_cli.run.lineage import stricter
+
+    settings.safety.mode = stricter(settings.safety.mode, terms.mode)
+    if terms.deny_servers:
+        settings.mcp_servers = {k: v for k, v in settings.mcp_servers.items() if k not in terms.deny_servers}
 
 
 def start_sandbox(settings: Settings, io: RunIO, draft: Draft, note: Callable[[str], None]) -> RunSandbox:
@@ -298,69 +332,3 @@ def _restored_tasks(saved: dict[str, object]) -> TaskStore:
     from mermaid_cli.tools.tasks import TaskStore
 
     return TaskStore.from_dict(saved)
-
-
-def open_recorder(opts: ExecOptions, io: RunIO, draft: Draft, model: ResolvedModel) -> Recorder | None:
-    """--record FILE: every model turn, for a later `replay/FILE` run."""
-    if not opts.record:
-        return None
-    from mermaid_cli.store.recordings import Recorder
-
-    recorder = Recorder(
-        io.cwd / opts.record,
-        model.recorded_model or draft.model_id,
-        io.clock().isoformat(),
-        redact=draft.redact,
-    )
-    draft.cleanups.append(recorder.close)
-    return recorder
-
-
-def build_agent(
-    settings: Settings,
-    io: RunIO,
-    out: Output,
-    draft: Draft,
-    *,
-    provider: Provider,
-    registry: ToolRegistry,
-    ctx: ToolContext,
-    gate: Gate,
-    system: str,
-    history: History,
-    writer: SessionWriter,
-    recorder: Recorder | None,
-    model: ResolvedModel,
-) -> Agent:
-    """The loop, with the run's limits, compaction policy and session log."""
-    from mermaid_cli.agent.loop import Agent
-    from mermaid_cli.agent.state import CompactionPolicy, Limits
-
-    comp, run = settings.compaction, settings.run
-    return Agent(
-        provider=provider,
-        registry=registry,
-        ctx=ctx,
-        emit=out.emit,
-        system_prompt=system,
-        history=history.messages,
-        limits=Limits(run.max_turns, run.max_tokens, run.max_cost),
-        price=model.cost if model.price is not None else None,
-        on_turn=recorder.record if recorder else None,
-        on_message=writer.append_message,
-        on_compaction=writer.append_compaction,
-        history_ids=history.ids,
-        compaction=CompactionPolicy(
-            auto_enabled=comp.auto_enabled,
-            threshold_percent=comp.auto_threshold_percent,
-            tail_turns=comp.tail_turns,
-            max_recoveries=comp.max_truncation_recoveries,
-            window=comp.context_window or model.context_window,
-        ),
-        note=out.note,
-        redact=draft.redact,
-        reasoning=settings.reasoning,
-        max_output_tokens=run.max_output_tokens,
-        monotonic=io.monotonic,
-        gate=gate,
-    )
