@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import call, run_inprocess, say
+from conftest import call, calls, run_inprocess, say
 from provider_fixtures import FakeProviderServer, fake_env
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -69,3 +69,202 @@ def test_read_only_parent_spawns_general_child_whose_write_is_denied(project):
     assert result["session_id"]
     sessions = project / ".mermaid" / "conversations"
     assert (sessions / f"{result['session_id']}.agents" / "a1.jsonl").is_file()
+
+
+def _user_config(isolated_env, text: str) -> None:
+    cfg = isolated_env / "config" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(text)
+
+
+def test_explore_child_under_full_access_parent_cannot_write(project):
+    out, _ = _run(
+        project,
+        [
+            _spawn("Look around, then create a.txt.", type="explore"),
+            call("write_file", {"path": "a.txt", "content": "x"}, "k1"),
+            say("Found nothing to write with."),
+            say("ok"),
+        ],
+        "--safety",
+        "full_access",
+        "explore",
+    )
+    assert out.code == 0, out.stderr
+    assert not (project / "a.txt").exists()
+    started = next(e for e in out.events if e["type"] == "agent_started")
+    assert started["agent_type"] == "explore"
+    write = next(e for e in _child_events(out, "a1") if e["type"] == "tool_finished")
+    # the explore type is not offered write_file at all
+    assert write["status"] == "error" and "write_file" in write["error"]
+
+
+def test_denied_tool_stays_denied_two_levels_down(project):
+    out, _ = _run(
+        project,
+        [
+            _spawn("Delegate: run the tests.", deny_tools=["execute_command"]),
+            call("agent", {"prompt": "Run `touch ran.txt`.", "description": "runner"}, "k1"),
+            call("execute_command", {"command": "touch ran.txt"}, "g1"),
+            say("could not run it"),
+            say("grandchild could not run it"),
+            say("done"),
+        ],
+        "--safety",
+        "full_access",
+        "go",
+    )
+    assert out.code == 0, out.stderr
+    assert not (project / "ran.txt").exists()
+    grandchild = _child_events(out, "a2")
+    run = next(e for e in grandchild if e["type"] == "tool_finished" and e["name"] == "execute_command")
+    assert run["status"] == "error" and "not available to this subagent" in run["error"]
+    nested = next(e for e in out.events if e["type"] == "agent_started" and e["agent_id"] == "a2")
+    assert nested["parent_call_id"] == "tool#1"  # the child's own `agent` call
+    assert [a["parent"] for a in out.events[-1]["agents"]] == [None, "a1"]
+
+
+def test_follow_up_keeps_the_spawn_ceiling_after_the_parent_mode_changed(project):
+    first, _ = _run(
+        project,
+        [_spawn("Say hello."), say("hello"), say("spawned")],
+        "--safety",
+        "read_only",
+        "spawn one",
+    )
+    assert first.code == 0, first.stderr
+    sid = first.events[-1]["session_id"]
+    second, requests = _run(
+        project,
+        [
+            call("agent", {"agent_id": "a1", "prompt": "Now create a.txt."}, "p2"),
+            call("write_file", {"path": "a.txt", "content": "x"}, "k2"),
+            say("denied again"),
+            say("the child stayed read-only"),
+        ],
+        "--safety",
+        "full_access",
+        "--resume",
+        sid,
+        "follow up",
+    )
+    assert second.code == 0, second.stderr
+    assert not (project / "a.txt").exists()
+    write = next(e for e in _child_events(second, "a1") if e["type"] == "tool_finished")
+    assert write["decision"]["verdict"] == "deny"
+    # the follow-up continued the child's own conversation
+    body = json.dumps(requests[1]["body"])
+    assert "Say hello." in body and "Now create a.txt." in body and "spawn one" not in body
+    assert next(e for e in second.events if e["type"] == "agent_started")["follow_up"] is True
+
+
+def test_foreign_id_is_refused_and_list_and_delete_work(project):
+    out, _ = _run(
+        project,
+        [
+            _spawn("Say hi."),
+            say("hi"),
+            call("agent", {"agent_id": "a9", "prompt": "more"}, "p2"),
+            call("agent", {"action": "list"}, "p3"),
+            call("agent", {"action": "delete", "agent_id": "a1"}, "p4"),
+            call("agent", {"action": "list"}, "p5"),
+            say("done"),
+        ],
+        "--safety",
+        "full_access",
+        "go",
+    )
+    assert out.code == 0, out.stderr
+    finished = [e for e in out.events if e["type"] == "tool_finished" and e["name"] == "agent"]
+    assert finished[1]["status"] == "error" and "not a subagent of this run" in finished[1]["error"]
+    assert finished[2]["output"].startswith("a1\tgeneral")
+    assert finished[3]["output"] == "deleted a1"
+    assert finished[4]["output"] == "no subagents"
+
+
+def test_three_children_in_one_message_run_concurrently(project):
+    spawn = {"description": "worker"}
+    out, _ = _run(
+        project,
+        [
+            calls(
+                ("agent", {"prompt": "one", **spawn}, "p1"),
+                ("agent", {"prompt": "two", **spawn}, "p2"),
+                ("agent", {"prompt": "three", **spawn}, "p3"),
+            ),
+            say("r"),
+            say("r"),
+            say("r"),
+            say("all done"),
+        ],
+        "--safety",
+        "full_access",
+        "fan out",
+    )
+    assert out.code == 0, out.stderr
+    kinds = [
+        (e["type"], e.get("agent_id")) for e in out.events if e["type"] in ("agent_started", "agent_finished")
+    ]
+    # every child started before the first one finished: they were in flight together
+    assert [k for k, _ in kinds[:3]] == ["agent_started"] * 3
+    assert {a for _, a in kinds} == {"a1", "a2", "a3"}
+
+
+def test_max_depth_zero_removes_the_tool(project, isolated_env):
+    _user_config(isolated_env, "[agents]\nmax_depth = 0\n")
+    out, _ = _run(project, [say("ok")], "go")
+    assert out.code == 0, out.stderr
+    assert "agent" not in out.events[0]["tools"]
+
+
+def test_project_config_cannot_redefine_a_builtin_type(project):
+    (project / ".mermaid").mkdir(exist_ok=True)
+    (project / ".mermaid" / "config.toml").write_text('[agents.types.explore]\nsafety = "full_access"\n')
+    out, _ = _run(project, [say("ok")], "go")
+    assert out.code == 2
+    assert "built-in type 'explore' cannot be redefined" in out.stderr
+
+
+def test_child_that_blows_the_shared_max_cost_ends_the_run_with_exit_4(project):
+    out, _ = _run(
+        project,
+        [
+            _spawn("Read a lot."),
+            call("glob", {"pattern": "*"}, "k1", input_tokens=1_000_000, output_tokens=10),
+            say("never reached"),
+            say("never reached either"),
+        ],
+        "--safety",
+        "full_access",
+        "--max-cost",
+        "1",
+        "go",
+    )
+    assert out.code == 4, out.stderr
+    result = out.events[-1]
+    assert result["type"] == "result" and result["status"] == "limit"
+    assert result["cost_usd"] >= 1
+    assert result["agents"][0]["status"] == "limit"
+    finished = next(e for e in out.events if e["type"] == "agent_finished")
+    assert finished["status"] == "limit"
+
+
+def test_headless_ask_in_a_child_blocks_the_run(project, isolated_env):
+    _user_config(isolated_env, '[agents.types.asker]\ndescription = "asks"\nsafety = "ask"\n')
+    out, _ = _run(
+        project,
+        [
+            _spawn("Create a.txt.", type="asker"),
+            call("write_file", {"path": "a.txt", "content": "x"}, "k1"),
+            say("blocked"),
+            say("the child was blocked"),
+        ],
+        "--safety",
+        "full_access",
+        "go",
+    )
+    assert out.code == 3, out.stderr
+    result = out.events[-1]
+    assert result["status"] == "blocked"
+    assert result["blocked"][-1]["tool"] == "agent" and result["blocked"][-1]["agent_id"] == "a1"
+    assert not (project / "a.txt").exists()

@@ -300,6 +300,8 @@ async def assemble(
         append_file=opts.append_system_prompt_file,
     )
     writer = open_session(opts, io, history, draft, out)
+    if subagents is not None:
+        subagents.restore(history.agents)
     recorder = open_recorder(opts, io, draft, model)
     sandbox = start_sandbox(settings, io, draft, out.note)
     ctx = tool_context(

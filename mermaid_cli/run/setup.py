@@ -154,6 +154,8 @@ class History:
     next_index: int = 0
     compactions: int = 0
     tasks: dict[str, object] | None = None
+    #: the children the session had spawned (`run.lineage.SavedChild` dicts)
+    agents: object = None
     #: a subagent's session file (under its parent's session), whether it exists yet or not
     path: Path | None = None
 
@@ -198,6 +200,7 @@ def load_history(
         next_index=max(data.all_messages, default=-1) + 1,
         compactions=data.compactions,
         tasks=tasks if isinstance(tasks, dict) else None,
+        agents=data.state.get("agents"),
     )
 
 

@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import LimitReached, MermaidError
 from mermaid_cli.core.types import ToolResult
-from mermaid_cli.run.lineage import NEVER_INHERITED, AgentRecord, ChildTerms, Lineage, agent_types, stricter
+from mermaid_cli.run.lineage import (
+    NEVER_INHERITED,
+    AgentRecord,
+    ChildTerms,
+    Lineage,
+    SavedChild,
+    agent_types,
+    stricter,
+)
 from mermaid_cli.run.options import ExecOptions, RunIO
 from mermaid_cli.run.output import Output
 from mermaid_cli.run.parts import close_draft
@@ -123,6 +131,30 @@ class Subagents:
 
         registry.add_dynamic(_AgentToolSource(AgentTool(self.describe_types())))
 
+    def restore(self, saved: object) -> None:
+        """The children a resumed session had (their terms as recorded at spawn)."""
+        if not isinstance(saved, list):
+            return
+        for item in saved:
+            try:
+                child = SavedChild.model_validate(item)
+            except ValueError:
+                continue  # a damaged entry: that child cannot be followed up
+            record = AgentRecord(
+                child.terms(), self.lineage.agent_id, self._session_dir() / f"{child.agent_id}.jsonl"
+            )
+            record.num_turns, record.status = child.num_turns, child.status
+            self.lineage.tree.records[child.agent_id] = record
+            self.children.append(child.agent_id)
+
+    def _save(self) -> None:
+        """Record the children in this run's session (for a follow-up after --resume)."""
+        if self.out.session is None:
+            return
+        records = self.lineage.tree.records
+        saved = [SavedChild.of(records[i]).model_dump(mode="json") for i in self.children]
+        self.out.session.append("state", agents=saved)
+
     def describe_types(self) -> str:
         return "\n".join(
             f"- {t.name}: {t.description} (safety at most {t.ceiling})" for t in self.types.values()
@@ -181,6 +213,7 @@ class Subagents:
         if record.busy:
             return ToolResult.error(f"{agent_id} is running; it cannot be deleted now")
         self.children.remove(agent_id)
+        self._save()
         record.status = "deleted"
         record.session_path.unlink(missing_ok=True)
         return ToolResult(content=f"deleted {agent_id}", summary=f"deleted {agent_id}")
@@ -277,6 +310,7 @@ class Subagents:
             if stats is None and draft.agent is not None:
                 stats = draft.agent.stats
             self._account(record, stats, status)
+            self._save()
             self.out.emit(
                 ev.AgentFinished(
                     agent_type=terms.agent_type.name,
