@@ -5,6 +5,7 @@ only narrows, its events are tagged into the parent's stream and its spending is
 from __future__ import annotations
 
 import json
+import os
 
 from conftest import call, calls, run_inprocess, say
 from provider_fixtures import FakeProviderServer, fake_env
@@ -268,3 +269,61 @@ def test_headless_ask_in_a_child_blocks_the_run(project, isolated_env):
     assert result["status"] == "blocked"
     assert result["blocked"][-1]["tool"] == "agent" and result["blocked"][-1]["agent_id"] == "a1"
     assert not (project / "a.txt").exists()
+
+
+def test_sigterm_during_children_stops_every_child_process(project):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import write_script
+
+    for name in ("c1", "c2"):
+        write_script(
+            project / f"{name}.jsonl",
+            [call("execute_command", {"command": f"echo $$ > {name}.pid; sleep 60"}), say("never")],
+        )
+    write_script(
+        project / "s.jsonl",
+        [
+            calls(
+                ("agent", {"prompt": "one", "description": "w", "model": "replay/c1.jsonl"}, "p1"),
+                ("agent", {"prompt": "two", "description": "w", "model": "replay/c2.jsonl"}, "p2"),
+            ),
+            say("never"),
+        ],
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--safety", "full_access"]
+        + ["--model", "replay/s.jsonl", "fan out"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    pids = [project / "c1.pid", project / "c2.pid"]
+    for _ in range(300):
+        if all(p.exists() and p.read_text().strip() for p in pids):
+            break
+        time.sleep(0.05)
+    children = [int(p.read_text()) for p in pids]
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert proc.returncode == 143, err
+    assert events[-1]["type"] == "result" and events[-1]["status"] == "interrupted"
+    assert b"Traceback" not in err
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    for _ in range(50):
+        if not any(alive(pid) for pid in children):
+            break
+        time.sleep(0.1)
+    assert not any(alive(pid) for pid in children), "a child's command outlived the run"
