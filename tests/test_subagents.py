@@ -327,3 +327,85 @@ def test_sigterm_during_children_stops_every_child_process(project):
             break
         time.sleep(0.1)
     assert not any(alive(pid) for pid in children), "a child's command outlived the run"
+
+
+def _git_project(project):
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    (project / "a.txt").write_text("v1\n")
+    git("add", "a.txt")
+    git("commit", "-qm", "init")
+    return git
+
+
+def test_worktree_child_change_lands_as_one_checkpointed_patch(project, isolated_env):
+    _git_project(project)
+    (project / "a.txt").write_text("uncommitted\n")  # the child starts from the parent's state
+    (project / "new.txt").write_text("untracked\n")
+    out, _ = _run(
+        project,
+        [
+            _spawn("Edit a.txt.", isolation="worktree"),
+            call(
+                "execute_command",
+                {"command": "cat a.txt new.txt > seen.txt && printf 'child\\n' > a.txt"},
+                "k1",
+            ),
+            say("edited"),
+            say("landed"),
+        ],
+        "--safety",
+        "full_access",
+        "go",
+    )
+    assert out.code == 0, out.stderr
+    assert (project / "a.txt").read_text() == "child\n"
+    assert (project / "seen.txt").read_text() == "uncommitted\nuntracked\n"
+    done = next(e for e in out.events if e["type"] == "agent_finished")
+    assert done["status"] == "success"
+    assert set(out.events[-1]["files_changed"]) >= {"a.txt", "seen.txt"}
+    manifests = "".join(p.read_text() for p in (isolated_env / "data").rglob("*.json"))
+    assert "subagent worktree patch" in manifests
+
+
+def test_conflicting_worktree_patch_is_not_applied_and_is_saved(project):
+    _git_project(project)
+    command = f"printf 'parent\\n' > {project}/a.txt && printf 'child\\n' > a.txt"
+    out, _ = _run(
+        project,
+        [
+            _spawn("Edit a.txt.", isolation="worktree"),
+            call("execute_command", {"command": command}, "k1"),
+            say("edited"),
+            say("conflict seen"),
+        ],
+        "--safety",
+        "full_access",
+        "go",
+    )
+    assert out.code == 0, out.stderr
+    assert (project / "a.txt").read_text() == "parent\n"  # never forced
+    finished = next(e for e in out.events if e["type"] == "tool_finished" and e["name"] == "agent")
+    assert finished["status"] == "error" and "does not apply" in finished["error"]
+    saved = list((project / ".mermaid" / "conversations").rglob("a1.patch"))
+    assert saved and "+child" in saved[0].read_text()
+
+
+def test_worktree_spawn_outside_git_is_refused(project):
+    out, _ = _run(
+        project,
+        [_spawn("Edit a.txt.", isolation="worktree"), say("refused")],
+        "--safety",
+        "full_access",
+        "go",
+    )
+    assert out.code == 0, out.stderr
+    finished = next(e for e in out.events if e["type"] == "tool_finished" and e["name"] == "agent")
+    assert finished["status"] == "error" and "needs a git repository" in finished["error"]
+    assert not any(e["type"] == "agent_started" for e in out.events)

@@ -17,6 +17,7 @@ from mermaid_cli import __version__
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.core.types import ModelTurn, Usage
+from mermaid_cli.run.child import NarrowedRegistry
 from mermaid_cli.run.lineage import Lineage, Tree
 from mermaid_cli.run.options import ExecOptions, RunIO, check_options, resolve_prompt
 from mermaid_cli.run.output import Output
@@ -31,7 +32,7 @@ from mermaid_cli.run.setup import (
     start_sandbox,
     tool_context,
 )
-from mermaid_cli.run.subagents import NarrowedRegistry, Subagents
+from mermaid_cli.run.subagents import Subagents
 
 if TYPE_CHECKING:
     from mermaid_cli.agent.loop import Agent
@@ -335,6 +336,7 @@ async def assemble(
     )
     if subagents is not None:
         subagents.deadline = min(deadline, lineage.deadline)
+        subagents.checkpoint = ctx.checkpoint
     return RunParts(
         settings=settings,
         project_root=draft.project_root,

@@ -133,6 +133,7 @@ class SavedChild(BaseModel):
     deny_tools: list[str] = []
     deny_servers: list[str] = []
     model: str | None = None
+    isolation: Literal["shared", "worktree"] = "shared"
     num_turns: int = 0
     status: str = "success"
 
@@ -152,6 +153,7 @@ class SavedChild(BaseModel):
             deny_tools=sorted(t.deny_tools),
             deny_servers=sorted(t.deny_servers),
             model=t.model,
+            isolation=t.isolation,
             num_turns=record.num_turns,
             status=record.status,
         )
@@ -173,7 +175,7 @@ class SavedChild(BaseModel):
             deny_tools=frozenset(self.deny_tools),
             deny_servers=frozenset(self.deny_servers),
             model=self.model,
-            isolation="shared",
+            isolation=self.isolation,
         )
 
 

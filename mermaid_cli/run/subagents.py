@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import LimitReached, MermaidError
 from mermaid_cli.core.types import ToolResult
+from mermaid_cli.run.child import AgentToolSource, ChildOutput
 from mermaid_cli.run.lineage import (
     NEVER_INHERITED,
     AgentRecord,
@@ -28,88 +30,13 @@ from mermaid_cli.run.options import ExecOptions, RunIO
 from mermaid_cli.run.output import Output
 from mermaid_cli.run.parts import close_draft
 from mermaid_cli.run.setup import Draft
+from mermaid_cli.run.worktree import Worktree, WorktreeError, apply_patch
 from mermaid_cli.tools.agent import SpawnRequest
-from mermaid_cli.tools.base import Tool, ToolRegistry
+from mermaid_cli.tools.base import ToolRegistry
 
 if TYPE_CHECKING:
     from mermaid_cli.agent.state import RunStats
     from mermaid_cli.config.loader import Settings
-    from mermaid_cli.core.types import ToolSpec
-
-
-class ChildOutput(Output):
-    """A child's events: into its own session file, then tagged into the parent's stream. Its
-    text deltas stay out of the parent's stream (its report is the `agent` call's result)."""
-
-    def __init__(self, parent: Output, agent_id: str, parent_call_id: str) -> None:
-        super().__init__("text", parent.io, quiet=True)
-        self.parent = parent
-        self.agent_id = agent_id
-        self.parent_call_id = parent_call_id
-        self.started = True  # the parent's stream has started; the child emits no session_started
-
-    def emit(self, event: ev._Event) -> None:
-        if isinstance(event, ev.Text | ev.Reasoning):
-            return
-        if event.agent_id is None:  # a grandchild's events keep their own tags
-            event = event.model_copy(
-                update={"agent_id": self.agent_id, "parent_call_id": self.parent_call_id}
-            )
-        if self.session is not None:
-            self.session.append("event", event=event.to_dict())
-        self.parent.emit(event)
-
-    def install_logging(self, *, debug: bool = False) -> None:
-        pass  # library logs stay with the root run's output
-
-
-class NarrowedRegistry(ToolRegistry):
-    """A child's view of its tools: the registry minus what its lineage denies, and only what its
-    type allows."""
-
-    def __init__(self, inner: ToolRegistry, *, deny: frozenset[str], allow: frozenset[str] | None) -> None:
-        super().__init__([], absent=dict(inner.absent))
-        self._inner, self._deny, self._allow = inner, deny, allow
-        for name in deny:
-            self.absent[name] = f"{name} is not available to this subagent"
-
-    def _offered(self, name: str) -> bool:
-        return name not in self._deny and (self._allow is None or name in self._allow)
-
-    def get(self, name: str) -> Tool | None:
-        return self._inner.get(name) if self._offered(name) else None
-
-    def current(self) -> list[Tool]:
-        return [t for t in self._inner.current() if self._offered(t.name)]
-
-    def specs(self) -> list[ToolSpec]:
-        return [s for s in self._inner.specs() if self._offered(s.name)]
-
-    def names(self) -> list[str]:
-        return [s.name for s in self.specs()]
-
-    def add_dynamic(self, source: object) -> None:
-        self._inner.add_dynamic(source)
-
-    def __contains__(self, name: str) -> bool:
-        return self._offered(name) and name in self._inner
-
-    def __len__(self) -> int:
-        return len(self.current())
-
-
-class _AgentToolSource:
-    """Offers the one `agent` tool through the registry's dynamic sources (they survive the
-    spec cache's lazy load)."""
-
-    def __init__(self, tool: Tool) -> None:
-        self._tool = tool
-
-    def current_tools(self) -> list[Tool]:
-        return [self._tool]
-
-    def lookup(self, name: str) -> Tool | None:
-        return self._tool if name == self._tool.name else None
 
 
 class Subagents:
@@ -125,11 +52,13 @@ class Subagents:
         self.children: list[str] = []  # direct children, in spawn order
         #: set by assemble once the run's loop exists; a child's parts see it through its lineage
         self.deadline: float = float("inf")
+        #: the run's checkpoint store: a worktree child's patch is checkpointed before it lands
+        self.checkpoint: Callable[[list[Path], str], object] | None = None
 
     def register(self, registry: ToolRegistry) -> None:
         from mermaid_cli.tools.agent import AgentTool
 
-        registry.add_dynamic(_AgentToolSource(AgentTool(self.describe_types())))
+        registry.add_dynamic(AgentToolSource(AgentTool(self.describe_types())))
 
     def restore(self, saved: object) -> None:
         """The children a resumed session had (their terms as recorded at spawn)."""
@@ -168,8 +97,12 @@ class Subagents:
                 f"unknown agent type {request.agent_type!r}; types: {', '.join(self.types)}"
             )
         isolation = request.isolation or kind.isolation
+        worktree = None
         if isolation == "worktree":
-            return ToolResult.error("isolation 'worktree' is not supported yet; use shared")
+            try:
+                worktree = await Worktree.create(self.draft.project_root, self.io.env)
+            except WorktreeError as exc:
+                return ToolResult.error(str(exc))
         lin = self.lineage
         agent_id = lin.tree.new_id()
         terms = ChildTerms(
@@ -187,7 +120,7 @@ class Subagents:
         record = AgentRecord(terms, lin.agent_id, self._session_dir() / f"{agent_id}.jsonl")
         lin.tree.records[agent_id] = record
         self.children.append(agent_id)
-        return await self._drive(record, request.prompt, request.call_id, follow_up=False)
+        return await self._drive(record, request.prompt, request.call_id, follow_up=False, worktree=worktree)
 
     async def follow_up(self, agent_id: str, prompt: str, call_id: str) -> ToolResult:
         record = self.lineage.tree.records.get(agent_id)
@@ -240,7 +173,7 @@ class Subagents:
             deadline=self.deadline,
         )
 
-    def _child_options(self, terms: ChildTerms, prompt: str) -> tuple[ExecOptions, RunIO]:
+    def _child_options(self, terms: ChildTerms, prompt: str, root: Path) -> tuple[ExecOptions, RunIO]:
         preamble = terms.agent_type.preamble
         opts = dataclasses.replace(
             self.opts,
@@ -251,7 +184,7 @@ class Subagents:
             resume=None,
             continue_=False,
             record=None,
-            path=str(self.draft.project_root),
+            path=str(root),
             system_prompt=None,
             system_prompt_file=None,
             append_system_prompt=None,
@@ -270,10 +203,34 @@ class Subagents:
         )
         return opts, io
 
-    async def _drive(self, record: AgentRecord, prompt: str, call_id: str, *, follow_up: bool) -> ToolResult:
+    async def _drive(
+        self,
+        record: AgentRecord,
+        prompt: str,
+        call_id: str,
+        *,
+        follow_up: bool,
+        worktree: Worktree | None = None,
+    ) -> ToolResult:
+        terms = record.terms
+        if terms.isolation == "worktree" and worktree is None:  # a follow-up: a fresh checkout
+            try:
+                worktree = await Worktree.create(self.draft.project_root, self.io.env)
+            except WorktreeError as exc:
+                return ToolResult.error(str(exc))
+        try:
+            return await self._drive_in(record, prompt, call_id, follow_up=follow_up, worktree=worktree)
+        finally:
+            if worktree is not None:
+                await asyncio.to_thread(worktree.remove)
+
+    async def _drive_in(
+        self, record: AgentRecord, prompt: str, call_id: str, *, follow_up: bool, worktree: Worktree | None
+    ) -> ToolResult:
         from mermaid_cli.run.assemble import assemble
 
         terms = record.terms
+        root = worktree.project if worktree is not None else self.draft.project_root
         async with self.lineage.tree.in_flight:
             record.busy, record.status = True, "running"
             started = time.monotonic()
@@ -286,18 +243,21 @@ class Subagents:
                     **tags,
                 )
             )
-            opts, io = self._child_options(terms, prompt)
+            opts, io = self._child_options(terms, prompt, root)
             child_out = ChildOutput(self.out, terms.agent_id, call_id)
-            draft = Draft(
-                project_root=self.draft.project_root, model_id="", safety_mode=terms.mode, t0=io.monotonic()
-            )
+            draft = Draft(project_root=root, model_id="", safety_mode=terms.mode, t0=io.monotonic())
             stats: RunStats | None = None
             error: str | None = None
+            landed: list[str] | None = None
             try:
                 parts = await assemble(opts, io, child_out, draft, self._child_lineage(record, call_id))
                 budget = min(parts.settings.agents.timeout, self.deadline - io.monotonic())
                 stats = await asyncio.wait_for(parts.agent.run(parts.prompt), timeout=max(budget, 0.001))
                 status = "blocked" if stats.blocked else "success"
+                if worktree is not None and status == "success":
+                    landed = await self._land(worktree, record)
+            except WorktreeError as exc:
+                status, error = "conflict", str(exc)
             except TimeoutError:
                 status, error = "timeout", f"the subagent ran out of time ({terms.agent_id})"
             except LimitReached as exc:
@@ -322,7 +282,17 @@ class Subagents:
                     **tags,
                 )
             )
+        if landed is not None and stats is not None:
+            stats.files_changed = landed  # the patch's files, as they now are in the project
         return self._report(record, stats, status, error, call_id)
+
+    async def _land(self, worktree: Worktree, record: AgentRecord) -> list[str]:
+        """A worktree child's changes, applied to the project as one checkpointed patch."""
+        patch = await worktree.patch()
+        if not patch.strip():
+            return []
+        saved = record.session_path.with_suffix(".patch")
+        return await apply_patch(worktree, patch, checkpoint=self.checkpoint, saved=saved)
 
     def _account(self, record: AgentRecord, stats: RunStats | None, status: str) -> None:
         record.status = status
