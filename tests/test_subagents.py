@@ -409,3 +409,32 @@ def test_worktree_spawn_outside_git_is_refused(project):
     finished = next(e for e in out.events if e["type"] == "tool_finished" and e["name"] == "agent")
     assert finished["status"] == "error" and "needs a git repository" in finished["error"]
     assert not any(e["type"] == "agent_started" for e in out.events)
+
+
+def test_allow_untrusted_tools_lets_a_headless_spawn_through(project):
+    script = [_spawn("Say hi."), say("hi"), say("done")]
+    blocked, _ = _run(project, script, "--safety", "ask", "go")
+    assert blocked.code == 3, blocked.stderr
+    assert not any(e["type"] == "agent_started" for e in blocked.events)
+    allowed, _ = _run(project, script, "--safety", "ask", "--allow-untrusted-tools", "go")
+    assert allowed.code == 0, allowed.stderr
+    assert next(e for e in allowed.events if e["type"] == "agent_started")["agent_id"] == "a1"
+
+
+def test_child_timeout_stops_the_child_and_the_run_goes_on(project, isolated_env):
+    _user_config(isolated_env, "[agents]\ntimeout = 1\n")
+    out, _ = _run(
+        project,
+        [
+            _spawn("Wait."),
+            call("execute_command", {"command": "sleep 30"}, "k1"),
+            say("the child timed out"),  # the child never makes its second request
+        ],
+        "--safety",
+        "full_access",
+        "go",
+    )
+    assert out.code == 0, out.stderr
+    finished = next(e for e in out.events if e["type"] == "agent_finished")
+    assert finished["status"] == "timeout"
+    assert out.events[-1]["response"] == "the child timed out"
