@@ -265,7 +265,7 @@ async def assemble(
     draft.session_id = history.session_id
     prompt = resolve_prompt(opts.prompt, io) if opts.mcp_prompt is None else ""
     deadline = draft.t0 + settings.run.timeout
-    model, provider = resolve_run_model(opts, io, out, draft, settings, deadline)
+    model, provider = resolve_run_model(opts, io, out, draft, settings, deadline, lineage.model)
     # A person can be asked only when both ends are a terminal (never in CI).
     interactive = bool(
         io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
@@ -337,6 +337,7 @@ async def assemble(
     if subagents is not None:
         subagents.deadline = min(deadline, lineage.deadline)
         subagents.checkpoint = ctx.checkpoint
+        subagents.model = model
     return RunParts(
         settings=settings,
         project_root=draft.project_root,

@@ -19,6 +19,7 @@ from mermaid_cli.config.sections.safety import SafetyMode
 if TYPE_CHECKING:
     from mermaid_cli.agent.loop import Agent
     from mermaid_cli.config.loader import Settings
+    from mermaid_cli.providers.resolve import ResolvedModel
 
 #: strictest first
 MODE_ORDER: tuple[SafetyMode, ...] = ("read_only", "ask", "auto", "full_access")
@@ -241,6 +242,8 @@ class Lineage:
     deny_servers: frozenset[str] = frozenset()
     #: the parent's deadline (the run's monotonic clock): a child never outlives it
     deadline: float = float("inf")
+    #: the parent's model: a child on the same model borrows its client
+    model: ResolvedModel | None = None
 
     @property
     def agent_id(self) -> str | None:

@@ -6,10 +6,13 @@ loop itself, and closing all of it however the run ended. `run.assemble` calls t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import TYPE_CHECKING
 
 from mermaid_cli.core.errors import UsageError
+from mermaid_cli.core.types import ModelTurn, TurnRequest
+from mermaid_cli.providers.base import TurnSink
 from mermaid_cli.run.options import ExecOptions, RunIO, read_piped
 from mermaid_cli.run.output import Output
 from mermaid_cli.run.setup import Draft, History
@@ -26,21 +29,49 @@ if TYPE_CHECKING:
     from mermaid_cli.tools.base import ToolContext, ToolRegistry
 
 
+class BorrowedProvider:
+    """A parent's provider lent to a subagent on the same model: one HTTP client (and TLS
+    context) for the tree. The child's close leaves it open; the parent closes it."""
+
+    def __init__(self, provider: Provider) -> None:
+        self._provider = provider
+        self.model_id = provider.model_id
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._provider, name)
+
+    async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
+        return await self._provider.turn(request, sink)
+
+    async def aclose(self) -> None:
+        pass
+
+
 def resolve_run_model(
-    opts: ExecOptions, io: RunIO, out: Output, draft: Draft, settings: Settings, deadline: float
+    opts: ExecOptions,
+    io: RunIO,
+    out: Output,
+    draft: Draft,
+    settings: Settings,
+    deadline: float,
+    shared: ResolvedModel | None = None,
 ) -> tuple[ResolvedModel, Provider]:
-    """The resolved model; its secrets join the redactor before anything could print them."""
+    """The resolved model; its secrets join the redactor before anything could print them.
+    `shared`: the parent's, reused when a subagent runs on the same model."""
     from mermaid_cli.providers.resolve import resolve_model
 
     assert draft.redactor is not None
-    resolved = resolve_model(
-        None,
-        settings,
-        io.env,
-        cwd=io.cwd,
-        # the provider retries on the wall clock; the run's deadline is on the injected one
-        deadline=lambda: time.monotonic() + deadline - io.monotonic(),
-    )
+    if shared is not None and settings.model == shared.model_id:
+        resolved = dataclasses.replace(shared, provider=BorrowedProvider(shared.provider), warnings=())
+    else:
+        resolved = resolve_model(
+            None,
+            settings,
+            io.env,
+            cwd=io.cwd,
+            # the provider retries on the wall clock; the run's deadline is on the injected one
+            deadline=lambda: time.monotonic() + deadline - io.monotonic(),
+        )
     draft.model_id = resolved.model_id
     for secret in resolved.secrets:
         draft.redactor.add(secret)

@@ -37,6 +37,7 @@ from mermaid_cli.tools.base import ToolRegistry
 if TYPE_CHECKING:
     from mermaid_cli.agent.state import RunStats
     from mermaid_cli.config.loader import Settings
+    from mermaid_cli.providers.resolve import ResolvedModel
 
 
 class Subagents:
@@ -54,6 +55,8 @@ class Subagents:
         self.deadline: float = float("inf")
         #: the run's checkpoint store: a worktree child's patch is checkpointed before it lands
         self.checkpoint: Callable[[list[Path], str], object] | None = None
+        #: the run's model, lent to children on the same one
+        self.model: ResolvedModel | None = None
 
     def register(self, registry: ToolRegistry) -> None:
         from mermaid_cli.tools.agent import AgentTool
@@ -171,6 +174,7 @@ class Subagents:
             deny_tools=record.terms.deny_tools | NEVER_INHERITED,
             deny_servers=record.terms.deny_servers,
             deadline=self.deadline,
+            model=self.model,
         )
 
     def _child_options(self, terms: ChildTerms, prompt: str, root: Path) -> tuple[ExecOptions, RunIO]:
