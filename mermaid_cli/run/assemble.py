@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mermaid_cli import __version__
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import UsageError
-from mermaid_cli.core.types import ModelTurn, Usage
+from mermaid_cli.core.types import ModelTurn, TurnRequest, Usage
 from mermaid_cli.run.child import NarrowedRegistry
 from mermaid_cli.run.lineage import Lineage, Tree
 from mermaid_cli.run.options import ExecOptions, RunIO, check_options, resolve_prompt
@@ -37,6 +37,7 @@ from mermaid_cli.run.subagents import Subagents
 if TYPE_CHECKING:
     from mermaid_cli.agent.loop import Agent
     from mermaid_cli.config.loader import Settings
+    from mermaid_cli.core.protocols import TurnSink
     from mermaid_cli.integrations.mcp.manager import McpManager
     from mermaid_cli.policy.gate import PolicyGate
     from mermaid_cli.providers.base import Provider
@@ -144,7 +145,7 @@ class RecordingReviewer:
         self._on_turn = on_turn  # read at call time: the recorder exists once the agent does
         self.model_id = getattr(provider, "model_id", "")
 
-    async def turn(self, request: Any, sink: Any) -> ModelTurn:
+    async def turn(self, request: TurnRequest, sink: TurnSink) -> ModelTurn:
         turn = await self._provider.turn(request, sink)
         record = self._on_turn()
         if record is not None:
@@ -160,7 +161,7 @@ def policy_gate(
     *,
     project_root: Path,
     reviewer: RecordingReviewer,
-    emit: Callable[[Any], None],
+    emit: Callable[[ev._Event], None],
     note: Callable[[str], None],
     redact: Callable[[str], str],
     interactive: bool,
