@@ -28,6 +28,7 @@ from mermaid_cli.policy import list_presets
 from mermaid_cli.policy.hooks import HookSpec
 from mermaid_cli.policy.shell.classifier import classify_command
 from mermaid_cli.run.prompt import build_system_prompt, safety_facts
+from mermaid_cli.tools.agent import AgentTool
 from mermaid_cli.tools.base import Tool
 from mermaid_cli.tools.catalog_files import file_tools
 from mermaid_cli.tools.catalog_longrun import longrun_tools
@@ -145,6 +146,7 @@ def all_builtin_tools() -> list[Tool]:
         ToolSearch(backend),
         ListMcpResources(backend),
         ReadMcpResource(backend),
+        AgentTool(""),
     ]
 
 

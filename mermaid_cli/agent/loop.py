@@ -59,6 +59,7 @@ class Agent:
         reasoning: str | None = None,
         max_output_tokens: int | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        parent: Agent | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -84,6 +85,9 @@ class Agent:
         self.reasoning = reasoning
         self.max_output_tokens = max_output_tokens
         self.monotonic = monotonic
+        #: a subagent's parent loop: what this one spends is spent by the parent too (and so up to
+        #: the root, whose --max-tokens/--max-cost bound the whole tree)
+        self.parent = parent
         self.stats = RunStats()
         self.calls = ToolCalls(
             registry=registry,
@@ -184,6 +188,13 @@ class Agent:
         s, lim = self.stats, self.limits
         if lim.max_turns is not None and s.num_turns >= lim.max_turns:
             raise LimitReached(f"max turns reached ({lim.max_turns}) before the model finished")
+        self._check_budget()
+
+    def _check_budget(self) -> None:
+        """Tokens and cost, here and in every loop above (the budget is the whole run's)."""
+        if self.parent is not None:
+            self.parent._check_budget()
+        s, lim = self.stats, self.limits
         if lim.max_tokens is not None and s.usage.total_tokens >= lim.max_tokens:
             raise LimitReached(
                 f"max tokens reached ({s.usage.total_tokens} used, limit {lim.max_tokens}) before the model finished"
@@ -238,8 +249,13 @@ class Agent:
         return usage
 
     def account(self, usage: Usage) -> None:
+        self._add(usage, self.price(usage) if self.price is not None else None)
+
+    def _add(self, usage: Usage, cost: float | None) -> None:
+        """Spend `usage` (priced by the loop that made the call) here and in every loop above."""
+        if self.parent is not None:
+            self.parent._add(usage, cost)
         self.stats.usage = self.stats.usage + usage
-        cost = self.price(usage) if self.price is not None else None
         if cost is None:
             self.stats.cost_usd = None
         elif self.stats.cost_usd is not None:

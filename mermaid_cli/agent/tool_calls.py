@@ -13,6 +13,7 @@ from mermaid_cli.core import events as ev
 from mermaid_cli.core.text import cap_text
 from mermaid_cli.core.types import Decision, ToolCallBlock, ToolResult, ToolResultBlock
 from mermaid_cli.security.redact import redact_obj
+from mermaid_cli.tools.agent import current_call_id
 from mermaid_cli.tools.base import Tool, ToolContext, ToolRegistry
 
 EVENT_OUTPUT_CHARS = 8 * 1024
@@ -63,6 +64,7 @@ class ToolCalls:
     async def run(self, call: ToolCallBlock) -> ToolResultBlock:
         self.seq += 1
         call_id = f"tool#{self.seq}"
+        current_call_id.set(call_id)  # the `agent` tool names its child's parent call
         self.stats.tool_calls += 1
         args_view = self.redact_obj(_cap_args(call.arguments)) if call.arguments is not None else None
         self.emit(

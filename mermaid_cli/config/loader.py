@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mermaid_cli.config.clamp import FLOOR_LEVELS, clamp_project
 from mermaid_cli.config.flags import ToolRules, apply_tool_rules
 from mermaid_cli.config.layers import Layer, copy_tree, find_git_root, merge, nest, parse_override, read_toml
+from mermaid_cli.config.sections.agents import AgentsSection
 from mermaid_cli.config.sections.base import Section
 from mermaid_cli.config.sections.exec import ExecSection
 from mermaid_cli.config.sections.hooks import HookSpec, LifecycleHooks
@@ -85,6 +86,7 @@ class Settings(BaseModel):
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     tools: ProviderToolsSettings = Field(default_factory=ProviderToolsSettings)
     plugins: PluginsSection = Field(default_factory=PluginsSection)
+    agents: AgentsSection = Field(default_factory=AgentsSection)
 
 
 @dataclass

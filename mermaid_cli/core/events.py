@@ -20,15 +20,21 @@ class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     _omit_unset: ClassVar[frozenset[str]] = frozenset()
     _flags: ClassVar[frozenset[str]] = frozenset({"fuzzy"})
+    #: set on every event emitted inside a subagent (additive to protocol 1): the child's id and
+    #: the parent's `agent` call that runs it; left out of the line otherwise
+    agent_id: str | None = None
+    parent_call_id: str | None = None
     #: milliseconds since the run started, stamped as the event is emitted (additive to protocol
     #: 1: a reader that ignores unknown fields is unaffected); the last field of every line
     ts: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
-        ts = data.pop("ts", None)
-        if ts is not None:
-            data["ts"] = ts
+        # absent when unset; last when set, in this order (subagent tags, then the timestamp)
+        for key in ("agent_id", "parent_call_id", "ts"):
+            value = data.pop(key, None)
+            if value is not None:
+                data[key] = value
         for key in self._omit_unset:
             # `is`, not `==`: 0 == False, and an exit code of 0 is a value, not an absence;
             # only a flag (`fuzzy`) is absent when False
@@ -179,7 +185,7 @@ class VerifyFinished(_Event):
 
 class Result(_Event):
     type: Literal["result"] = "result"
-    _omit_unset = frozenset({"structured_output"})
+    _omit_unset = frozenset({"structured_output", "agents"})
     response: str
     reasoning: str | None = None
     total_tokens: int = 0
@@ -197,6 +203,9 @@ class Result(_Event):
     blocked: list[dict[str, Any]] = Field(default_factory=list)
     files_changed: list[str] = Field(default_factory=list)
     untrusted_content: bool = False
+    #: per-subagent breakdown (`agent_id`, `type`, `status`, `usage`, `cost_usd`, `num_turns`);
+    #: usage and cost above already include them. Left out when the run spawned none.
+    agents: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
@@ -206,6 +215,29 @@ class Result(_Event):
             # keep it right after session_id, where the original puts it
             data = _move_after(data, "structured_output", "session_id")
         return data
+
+
+class AgentStarted(_Event):
+    """A subagent starts (a spawn or a follow-up); its own events follow, tagged with its id."""
+
+    type: Literal["agent_started"] = "agent_started"
+    # `agent_id` names the child (ids are unique across the run's whole tree) and
+    # `parent_call_id` the `agent` call that runs it, exactly as they tag the child's own events
+    agent_type: str
+    description: str = ""
+    follow_up: bool = False
+
+
+class AgentFinished(_Event):
+    """A subagent's drive ended: its status, and what it spent (already in the run's totals)."""
+
+    type: Literal["agent_finished"] = "agent_finished"
+    agent_type: str
+    status: str = "success"
+    usage: UsageInfo = Field(default_factory=UsageInfo)
+    cost_usd: float | None = None
+    num_turns: int = 0
+    duration_ms: int = 0
 
 
 def _move_after(data: dict[str, Any], key: str, anchor: str) -> dict[str, Any]:
@@ -230,6 +262,8 @@ Event = Annotated[
     | Error
     | TurnDone
     | VerifyFinished
+    | AgentStarted
+    | AgentFinished
     | Result,
     Field(discriminator="type"),
 ]

@@ -1,27 +1,48 @@
-"""Building a run's parts from its settings: the tool registry (built-in tools, spec-cached), the
-system prompt, the policy gate with its reviewer, and the MCP servers. Each builder takes what it
-needs explicitly, so the runner only drives parts and a child run (subagents) can be built the
-same way.
+"""A run, assembled from typed parts: `assemble(options) -> RunParts` (the settings, the resolved
+model, the tool registry, the policy gate, the session writer, the tool context and the loop), and
+the builders it uses: the tool registry (built-in tools, spec-cached), the system prompt, the
+policy gate with its reviewer, and the MCP servers. Each builder takes what it needs explicitly,
+so the runner only drives parts and a child run (subagents) is built the same way.
 """
 
 from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mermaid_cli import __version__
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import UsageError
-from mermaid_cli.core.types import ModelTurn, Usage
+from mermaid_cli.run.child import NarrowedRegistry
+from mermaid_cli.run.gating import run_gate
+from mermaid_cli.run.lineage import Lineage, Tree
+from mermaid_cli.run.options import ExecOptions, RunIO, check_options, resolve_prompt
+from mermaid_cli.run.output import Output
+from mermaid_cli.run.parts import build_agent, mcp_prompt, open_recorder, resolve_run_model
+from mermaid_cli.run.setup import (
+    Draft,
+    LiveRedactor,
+    load_history,
+    load_run_settings,
+    narrow_settings,
+    open_session,
+    start_sandbox,
+    tool_context,
+)
+from mermaid_cli.run.subagents import Subagents
 
 if TYPE_CHECKING:
+    from mermaid_cli.agent.loop import Agent
     from mermaid_cli.config.loader import Settings
     from mermaid_cli.integrations.mcp.manager import McpManager
     from mermaid_cli.policy.gate import PolicyGate
     from mermaid_cli.providers.base import Provider
-    from mermaid_cli.tools.base import ToolRegistry
+    from mermaid_cli.providers.resolve import ResolvedModel
+    from mermaid_cli.store.sessions import SessionWriter
+    from mermaid_cli.tools.base import ToolContext, ToolRegistry
 
 
 def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
@@ -80,6 +101,7 @@ def system_prompt(
     tools: list[str],
     project_root: Path,
     interactive: bool,
+    instructions: bool = True,
     replace: str | None = None,
     replace_file: str | None = None,
     append: str | None = None,
@@ -99,72 +121,19 @@ def system_prompt(
 
         user_dir = user_config_dir(env)
         index = ""
-        if settings.memory.enabled:
+        if settings.memory.enabled and instructions:
             index = memory_index(project_root, user_dir / "memory", cap=settings.memory.index_cap_bytes)
         base = build_system_prompt(
             tools=tools,
             safety_mode=settings.safety.mode,
             project_root=project_root,
-            instructions=load_project_instructions(project_root, user_dir),
+            instructions=load_project_instructions(project_root, user_dir) if instructions else "",
             memory_index=index,
             interactive=interactive,
             os_name=platform.system() or "unknown OS",
         )
     extra = read_text_file(append_file, "--append-system-prompt-file") if append_file is not None else append
     return f"{base.rstrip()}\n\n{extra.strip()}\n" if extra else base
-
-
-class RecordingReviewer:
-    """The reviewer's model calls go into --record too, so a replay answers them in order."""
-
-    def __init__(self, provider: Provider, on_turn: Callable[[], Callable[[ModelTurn], None] | None]) -> None:
-        self._provider = provider
-        self._on_turn = on_turn  # read at call time: the recorder exists once the agent does
-        self.model_id = getattr(provider, "model_id", "")
-
-    async def turn(self, request: Any, sink: Any) -> ModelTurn:
-        turn = await self._provider.turn(request, sink)
-        record = self._on_turn()
-        if record is not None:
-            record(turn)
-        return turn
-
-    async def aclose(self) -> None:
-        pass  # the provider it wraps is closed by whoever opened it
-
-
-def policy_gate(
-    settings: Settings,
-    *,
-    project_root: Path,
-    reviewer: RecordingReviewer,
-    emit: Callable[[Any], None],
-    note: Callable[[str], None],
-    redact: Callable[[str], str],
-    interactive: bool,
-    user_request: Callable[[], str],
-    untrusted_content: Callable[[], bool],
-    on_usage: Callable[[Usage], None],
-) -> PolicyGate:
-    """The gate every tool call of the run passes (DESIGN.md §4)."""
-    from mermaid_cli.policy.approvers import tty_approver
-    from mermaid_cli.policy.gate import PolicyGate
-
-    return PolicyGate(
-        settings=settings,
-        project_root=project_root,
-        emit=emit,
-        interactive=interactive,
-        allow_untrusted=settings.safety.allow_untrusted_headless_tools,
-        reviewer=reviewer,
-        user_request=user_request,
-        hooks=list(settings.hooks.before_tool_use),
-        redact=redact,
-        approver=tty_approver if interactive else None,
-        untrusted_content=untrusted_content,
-        on_usage=on_usage,
-        note=note,
-    )
 
 
 async def start_mcp(
@@ -192,3 +161,172 @@ async def start_mcp(
         for name, message in manager.errors()
     ]
     return manager, errors
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """One run, assembled: what the runner drives. A subagent's run is built by the same
+    `assemble`, from narrowed options."""
+
+    settings: Settings
+    project_root: Path
+    #: the model as resolved (its facts, price and the secrets it brought) ...
+    model: ResolvedModel
+    #: ... and the client the loop calls (the resolved one, with the heartbeat around it)
+    provider: Provider
+    registry: ToolRegistry
+    gate: PolicyGate
+    session: SessionWriter
+    ctx: ToolContext
+    agent: Agent
+    prompt: str
+    #: --output-schema, loaded
+    schema: dict[str, Any] | None
+    #: the run's time.monotonic()-scale deadline (the injected clock's) and its --timeout
+    deadline: float
+    timeout: float
+    redact: LiveRedactor
+    #: this run's children (None: the agent tool is not offered here)
+    subagents: Subagents | None = None
+
+
+async def assemble(
+    opts: ExecOptions, io: RunIO, out: Output, draft: Draft, lineage: Lineage | None = None
+) -> RunParts:
+    """Build every part of a run from its options, in the order that lets each fail early
+    (exit 2 before the model is called). `draft` records progress for the runner; `lineage`
+    places a subagent's run in its tree (None: the root run)."""
+    lineage = lineage or Lineage(tree=Tree())
+    draft.tree = lineage.tree
+    draft.project_root = check_options(opts, io)
+    settings = load_run_settings(opts, io, out, draft)
+    assert draft.redactor is not None  # load_run_settings made it
+    draft.added_dirs = _added_dirs(opts, io)
+    ext = None
+    if lineage.terms is None:  # plugins, skills, prompt commands, observers: the root run's
+        from mermaid_cli.extensions.session import attach_to_run
+
+        ext = attach_to_run(out, settings, draft.project_root, io.env)
+        draft.plugins, draft.skills = ext.plugin_names, ext.skill_count
+    if lineage.terms is not None:
+        narrow_settings(settings, lineage.terms)
+        draft.safety_mode = settings.safety.mode
+    schema = None
+    if opts.output_schema is not None:
+        from mermaid_cli.run.structured import load_schema
+
+        schema = load_schema(io.cwd / opts.output_schema)
+    history = load_history(opts, draft.project_root, out, child_session=lineage.session_path)
+    draft.session_id = history.session_id
+    prompt = resolve_prompt(opts.prompt, io) if opts.mcp_prompt is None else ""
+    if ext is not None and prompt:
+        prompt = ext.expand_prompt(prompt)
+    deadline = draft.t0 + settings.run.timeout
+    model, provider = resolve_run_model(opts, io, out, draft, settings, deadline, lineage.model)
+    # A person can be asked only when both ends are a terminal (never in CI).
+    interactive = bool(
+        io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
+    )
+    registry: ToolRegistry = cached_registry(settings, io.env, interactive=interactive)
+    if lineage.terms is not None:
+        allowed = lineage.terms.agent_type.tools
+        registry = NarrowedRegistry(
+            registry, deny=lineage.deny_tools, allow=frozenset(allowed) if allowed is not None else None
+        )
+    if ext is not None:
+        ext.add_tools(registry)
+    subagents = None
+    if lineage.depth < settings.agents.max_depth:  # max_depth 0: no agent tool at all
+        subagents = Subagents(opts, io, out, draft, settings, lineage)
+        subagents.register(registry)
+    mcp = None
+    if settings.mcp_servers:
+        mcp, errors = await start_mcp(settings, registry, note=out.note)
+        draft.cleanups.append(mcp.aclose)
+        draft.pending_errors.extend(errors)
+    if opts.mcp_prompt is not None:
+        prompt = await mcp_prompt(opts, io, mcp)
+    draft.tools = registry.names()
+    system = system_prompt(
+        settings,
+        io.env,
+        tools=draft.tools,
+        project_root=draft.project_root,
+        interactive=interactive,
+        instructions=lineage.terms is None,  # a child is granted none of them
+        replace=opts.system_prompt,
+        replace_file=opts.system_prompt_file,
+        append=opts.append_system_prompt,
+        append_file=opts.append_system_prompt_file,
+    )
+    if ext is not None:
+        system = ext.system_prompt(system)
+    writer = open_session(opts, io, history, draft, out)
+    if subagents is not None:
+        subagents.restore(history.agents)
+    recorder = open_recorder(opts, io, draft, model)
+    sandbox = start_sandbox(settings, io, draft, out.note)
+    ctx = tool_context(
+        settings,
+        io,
+        draft=draft,
+        sandbox=sandbox,
+        writer=writer,
+        out=out,
+        interactive=interactive,
+        tasks=history.tasks,
+    )
+    gate = run_gate(settings, io, draft, out, provider, interactive=interactive, prompt=prompt)
+    ctx.external_access = gate.external_access
+    if ext is not None and ext.observer is not None:
+        ctx.checkpoint = ext.observer.checkpointing(ctx.checkpoint)
+    ctx.agents = subagents
+    agent = draft.agent = build_agent(
+        settings,
+        io,
+        out,
+        draft,
+        provider=provider,
+        registry=registry,
+        ctx=ctx,
+        gate=gate,
+        system=system,
+        history=history,
+        writer=writer,
+        recorder=recorder,
+        model=model,
+        parent=lineage.parent_agent,
+    )
+    if ext is not None:
+        ext.track(agent.stats)  # a project skill read with read_file marks the run untrusted
+    if subagents is not None:
+        subagents.deadline = min(deadline, lineage.deadline)
+        subagents.checkpoint = ctx.checkpoint
+        subagents.model = model
+    return RunParts(
+        settings=settings,
+        project_root=draft.project_root,
+        model=model,
+        provider=provider,
+        registry=registry,
+        gate=gate,
+        session=writer,
+        ctx=ctx,
+        agent=agent,
+        prompt=prompt,
+        schema=schema,
+        deadline=deadline,
+        timeout=settings.run.timeout,
+        redact=draft.redactor,
+        subagents=subagents,
+    )
+
+
+def _added_dirs(opts: ExecOptions, io: RunIO) -> tuple[str, ...]:
+    """--add-dir, resolved: inside the project for this run's tasks (security/paths.py)."""
+    from mermaid_cli.security.paths import PathRefused, set_added_dirs
+
+    try:
+        return set_added_dirs(opts.add_dirs, io.cwd)
+    except PathRefused as exc:
+        raise UsageError(str(exc)) from None

@@ -22,6 +22,7 @@ from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
 if TYPE_CHECKING:  # the stores live with their tools; only their types are needed here
     from mermaid_cli.integrations.web.snapshots import SnapshotStore
     from mermaid_cli.security.sandbox import PreparedSandbox
+    from mermaid_cli.tools.agent import Spawner
     from mermaid_cli.tools.context import ArchivedMessage
     from mermaid_cli.tools.paths import ResolvedPath
     from mermaid_cli.tools.processes import ProcessRegistry
@@ -84,6 +85,8 @@ class ToolContext:
     external_access: Callable[[ResolvedPath, str], str | None | Awaitable[str | None]] | None = None
     #: allow every outside path without asking (tests)
     allow_external: bool = False
+    #: runs this run's subagents (the `agent` tool); None: no subagents here
+    agents: Spawner | None = None
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 
 

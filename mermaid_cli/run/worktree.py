@@ -1,0 +1,154 @@
+"""`isolation: "worktree"` for a subagent: a private git worktree seeded with the project's
+uncommitted state (tracked changes and untracked, unignored files), and the child's changes
+brought back as one patch: checkpointed first, applied whole or not at all (a conflict is
+reported with the patch saved, never forced). Outside a git repository it is refused.
+
+Git runs with the repository's hooks switched off: they are the repository's code, not the
+operator's, and Mermaid's own bookkeeping commits must not run them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+GIT_TIMEOUT = 120
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "mermaid",
+    "GIT_AUTHOR_EMAIL": "mermaid@localhost",
+    "GIT_COMMITTER_NAME": "mermaid",
+    "GIT_COMMITTER_EMAIL": "mermaid@localhost",
+}
+
+
+class WorktreeError(Exception):
+    """Why a worktree could not be made or its patch not applied (told to the parent's model)."""
+
+
+def _git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> bytes:
+    try:
+        done = subprocess.run(
+            ["git", "-c", "core.hooksPath=/dev/null", *args],
+            cwd=cwd,
+            env={**env, **_IDENTITY},
+            input=stdin,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorktreeError(f"git {args[0]}: {exc}") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise WorktreeError(f"git {args[0]}: {message[-1] if message else f'exit {done.returncode}'}")
+    return done.stdout
+
+
+@dataclass
+class Worktree:
+    """A child's private checkout; `project` is the project root's place inside it."""
+
+    repo: Path
+    path: Path
+    project: Path
+    seed: str
+    env: Mapping[str, str]
+
+    @classmethod
+    async def create(cls, project_root: Path, env: Mapping[str, str]) -> Worktree:
+        return await asyncio.to_thread(cls._create, project_root, env)
+
+    @classmethod
+    def _create(cls, project_root: Path, env: Mapping[str, str]) -> Worktree:
+        try:
+            top = _git(["rev-parse", "--show-toplevel"], project_root, env).decode().strip()
+        except WorktreeError as exc:
+            raise WorktreeError(f"isolation 'worktree' needs a git repository ({exc})") from None
+        repo = Path(top).resolve()
+        try:
+            _git(["rev-parse", "--verify", "HEAD"], repo, env)
+        except WorktreeError:
+            raise WorktreeError("isolation 'worktree' needs a repository with at least one commit") from None
+        path = Path(tempfile.mkdtemp(prefix="mermaid-worktree-"))
+        _git(["worktree", "add", "--detach", str(path), "HEAD"], repo, env)
+        tree = cls(repo, path, path / project_root.resolve().relative_to(repo), "", env)
+        try:
+            tree._seed()
+        except BaseException:
+            tree.remove()
+            raise
+        return tree
+
+    def _seed(self) -> None:
+        """The parent's uncommitted state, committed in the worktree so the child's own changes
+        are exactly what differs from it."""
+        tracked = _git(["diff", "HEAD", "--binary"], self.repo, self.env)
+        if tracked.strip():
+            _git(["apply", "--binary", "--whitespace=nowarn"], self.path, self.env, stdin=tracked)
+        untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], self.repo, self.env)
+        for name in filter(None, untracked.decode("utf-8", "surrogateescape").split("\0")):
+            if name.startswith(".mermaid/") or "/.mermaid/" in name:
+                continue  # the parent's sessions and checkpoints are not the child's work
+            source, target = self.repo / name, self.path / name
+            if source.is_file() and not source.is_symlink():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+        _git(["add", "-A", "--", ".", ":(exclude).mermaid"], self.path, self.env)
+        _git(["commit", "-q", "--allow-empty", "--no-verify", "-m", "mermaid: seed"], self.path, self.env)
+        self.seed = _git(["rev-parse", "HEAD"], self.path, self.env).decode().strip()
+
+    async def patch(self) -> bytes:
+        """The child's changes as one binary patch against the seeded state."""
+        return await asyncio.to_thread(self._patch)
+
+    def _patch(self) -> bytes:
+        _git(["add", "-A", "--", ".", ":(exclude).mermaid"], self.path, self.env)
+        return _git(["diff", "--cached", "--binary", self.seed], self.path, self.env)
+
+    def remove(self) -> None:
+        try:
+            _git(["worktree", "remove", "--force", str(self.path)], self.repo, self.env)
+        except WorktreeError:
+            shutil.rmtree(self.path, ignore_errors=True)
+            try:
+                _git(["worktree", "prune"], self.repo, self.env)
+            except WorktreeError:
+                pass
+
+
+def changed_paths(patch: bytes) -> list[str]:
+    """Repository-relative paths a patch touches (both sides of a rename)."""
+    paths: list[str] = []
+    for line in patch.decode("utf-8", "surrogateescape").splitlines():
+        if line.startswith(("--- a/", "+++ b/")):
+            name = line[6:]
+            if name not in paths:
+                paths.append(name)
+    return paths
+
+
+async def apply_patch(
+    tree: Worktree, patch: bytes, *, checkpoint: Callable[[list[Path], str], object] | None, saved: Path
+) -> list[str]:
+    """Apply the child's patch to the project as one change, checkpointed first. A patch that does
+    not apply cleanly is saved at `saved` and reported; nothing of it is applied."""
+    paths = changed_paths(patch)
+
+    def run() -> None:
+        try:
+            _git(["apply", "--check", "--binary", "--whitespace=nowarn"], tree.repo, tree.env, stdin=patch)
+        except WorktreeError as exc:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.write_bytes(patch)
+            raise WorktreeError(f"the subagent's patch does not apply ({exc}); saved at {saved}") from None
+        if checkpoint is not None:
+            checkpoint([tree.repo / p for p in paths], "subagent worktree patch")
+        _git(["apply", "--binary", "--whitespace=nowarn"], tree.repo, tree.env, stdin=patch)
+
+    await asyncio.to_thread(run)
+    return paths
