@@ -44,6 +44,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "restore": LazyCommand(
         "mermaid_cli.cli.checkpoints", "restore_command", "Put files back as a checkpoint saved them."
     ),
+    "tools": LazyCommand("mermaid_cli.cli.tools", "tools_group", "List every tool with its category and decision."),
     "sessions": LazyCommand(
         "mermaid_cli.cli.sessions", "sessions_group", "List and inspect saved sessions of this project."
     ),

@@ -26,9 +26,10 @@ from mermaid_cli.config.sections.hooks import HookSpec
 from mermaid_cli.config.sections.longrun import CompactionSection, MemorySection
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.config.sections.models import ModelSettings
-from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
+from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings
 from mermaid_cli.config.sections.safety import SafetySettings
 from mermaid_cli.config.sections.sandbox import SandboxSection
+from mermaid_cli.config.sections.tools import ToolsSection
 from mermaid_cli.config.sections.web import WebSettings
 from mermaid_cli.core.errors import ConfigError
 
@@ -82,7 +83,7 @@ class Settings(BaseModel):
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
-    tools: ProviderToolsSettings = Field(default_factory=ProviderToolsSettings)
+    tools: ToolsSection = Field(default_factory=ToolsSection)
 
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.
@@ -242,6 +243,9 @@ def _clamp_project(
         warnings.append(
             f"{source}: `tools.computer = true` is ignored in a project config (set it in your user config)"
         )
+    if isinstance(tools, dict) and "categories" in tools:
+        del tools["categories"]  # a pull request must not move execute_command to `read`
+        warnings.append(f"{source}: `tools.categories` is ignored in a project config (set it in your user config)")
     if below is not None:
         _clamp_numbers(data, below, (), source, warnings)
     safety = data.get("safety")

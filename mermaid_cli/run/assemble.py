@@ -32,6 +32,7 @@ def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: b
     from mermaid_cli.tools.catalog_longrun import longrun_tools
     from mermaid_cli.tools.catalog_shell import shell_tools
     from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
+    from mermaid_cli.tools.filters import ToolFilter
 
     network = settings.safety.network != "deny"
     tools = [*file_tools(), *shell_tools()]
@@ -39,7 +40,9 @@ def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: b
     tools += longrun_tools(interactive=interactive, memory_enabled=settings.memory.enabled)
     absent = omitted_web_tools(settings, env, network_allowed=network)
     screen_tools, screen_absent = computer_tools(settings, env)
-    return ToolRegistry([*tools, *screen_tools], absent={**absent, **screen_absent})
+    registry = ToolRegistry([*tools, *screen_tools], absent={**absent, **screen_absent})
+    registry.apply_filter(ToolFilter(settings.tools))  # [tools] enabled/disabled/categories
+    return registry
 
 
 def cached_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
@@ -60,7 +63,9 @@ def cached_registry(settings: Settings, env: Mapping[str, str], *, interactive: 
     cache_dir = data_dir(env) / "cache" / "tool-specs"
     cached = spec_cache.load(cache_dir, key)
     if cached is not None:
-        return spec_cache.CachedRegistry(cached[0], cached[1], build)
+        from mermaid_cli.tools.filters import ToolFilter
+
+        return spec_cache.CachedRegistry(cached[0], cached[1], build, ToolFilter(settings.tools))
     registry = build()
     spec_cache.save(cache_dir, key, registry)
     return registry

@@ -139,11 +139,39 @@ class ToolRegistry:
         self.absent: dict[str, str] = dict(absent or {})
         # Tools that come and go during a run (MCP servers, promoted deferred tools).
         self.dynamic: list[Any] = []
+        #: `[tools]` filters (`tools.filters.ToolFilter`): every tool, MCP ones too, passes `admit`
+        self.filter: Any = None
         for tool in tools or []:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
+
+    def apply_filter(self, tool_filter: Any) -> None:
+        """Keep only the tools `tool_filter.admit`s (now and as dynamic sources add them); a
+        refused tool's call gets the reason instead of running."""
+        self.filter = tool_filter
+        for name, tool in list(self._tools.items()):
+            admitted = tool_filter.admit(tool)
+            if admitted is None:
+                del self._tools[name]
+                self.absent[name] = tool_filter.refusal(name)
+            else:
+                self._tools[name] = admitted
+
+    def _admit(self, tool: Tool | None) -> Tool | None:
+        if tool is None or self.filter is None:
+            return tool
+        return self.filter.admit(tool)
+
+    def _dynamic_tools(self) -> list[Tool]:
+        tools = []
+        for source in self.dynamic:
+            for tool in source.current_tools():
+                admitted = self._admit(tool)
+                if admitted is not None and admitted.name not in self._tools:
+                    tools.append(admitted)
+        return tools
 
     def add_dynamic(self, source: Any) -> None:
         """`source` has `current_tools() -> list[Tool]` (offered this turn) and `lookup(name)`."""
@@ -153,16 +181,13 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             for source in self.dynamic:
-                tool = source.lookup(name)
+                tool = self._admit(source.lookup(name))
                 if tool is not None:
                     break
         return tool
 
     def current(self) -> list[Tool]:
-        tools = list(self._tools.values())
-        for source in self.dynamic:
-            tools.extend(t for t in source.current_tools() if t.name not in self._tools)
-        return tools
+        return [*self._tools.values(), *self._dynamic_tools()]
 
     def names(self) -> list[str]:
         return [t.name for t in self.current()]
@@ -181,6 +206,8 @@ class ToolRegistry:
         tool = self.get(call.name)
         if tool is None and call.name in self.absent:
             return ToolResult.error(self.absent[call.name])
+        if tool is None and self.filter is not None and (refused := self.filter.refusal(call.name)):
+            return ToolResult.error(refused)
         if tool is None:
             known = ", ".join(sorted(self.names())) or "none"
             return ToolResult.error(f"unknown tool {call.name!r}; available tools: {known}")

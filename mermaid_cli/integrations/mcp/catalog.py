@@ -80,6 +80,16 @@ class ToolCatalog:
             tools.extend([self._list_resources, self._read_resource])
         return tools
 
+    def all_tools(self) -> list[Tool]:
+        """Every tool of every ready server, deferred or not, and the meta-tools they make
+        available (`mermaid tools list`)."""
+        tools: list[Tool] = [a for a in self._adapters.values() if self._ready(a.server)]
+        if any(a.deferred for a in tools if isinstance(a, McpToolAdapter)):
+            tools.append(self._tool_search)
+        if self._has_resources():
+            tools.extend([self._list_resources, self._read_resource])
+        return tools
+
     def lookup(self, name: str) -> Tool | None:
         """Any MCP tool by its full name, deferred ones included (a direct call still works)."""
         if name in self._adapters:
