@@ -140,6 +140,10 @@ class Agent:
                 continued.append(turn)
                 self._commit(Message.user_text(CONTINUE_PROMPT))
                 continue
+            if not calls and self.calls.background.pending():  # the run waits for background calls
+                await self.calls.background.wait_any()
+                self._commit(Message(role="user", content=tuple(self.calls.background.take_finished())))
+                continue
             if not calls:
                 chain = [*continued, turn]
                 self.stats.finished = True
@@ -151,7 +155,8 @@ class Agent:
                 return self.stats
             continued = []
             results = await self._run_calls(calls)
-            self._commit(Message(role="user", content=tuple(results)))
+            arrived = self.calls.background.take_finished()  # background results that came meanwhile
+            self._commit(Message(role="user", content=(*results, *arrived)))
 
     async def _run_calls(self, calls: list[ToolCallBlock]) -> list[ToolResultBlock]:
         """The calls of one model message, concurrently, except that the calls of a `sequential`

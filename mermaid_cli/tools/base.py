@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from mermaid_cli.config.loader import Settings
 from mermaid_cli.core.text import cap_text as text_cap
 from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
+from mermaid_cli.tools.scratchpad_store import ScratchpadStore
 
 if TYPE_CHECKING:  # the stores live with their tools; only their types are needed here
     from mermaid_cli.integrations.web.snapshots import SnapshotStore
@@ -84,6 +85,8 @@ class ToolContext:
     external_access: Callable[[ResolvedPath, str], str | None | Awaitable[str | None]] | None = None
     #: allow every outside path without asking (tests)
     allow_external: bool = False
+    #: tool outputs saved with the `scratchpad` parameter (`tools.call_options`)
+    scratchpad: ScratchpadStore = field(default_factory=ScratchpadStore)
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 
 
@@ -193,7 +196,9 @@ class ToolRegistry:
         return [t.name for t in self.current()]
 
     def specs(self) -> list[ToolSpec]:
-        return [t.spec() for t in self.current()]
+        from mermaid_cli.tools.call_options import advertise  # `scratchpad`, `background`
+
+        return [advertise(t.spec()) for t in self.current()]
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools

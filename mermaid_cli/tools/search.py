@@ -16,12 +16,15 @@ from pydantic import Field
 
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
+from mermaid_cli.tools.call_options import uncapped
 from mermaid_cli.tools.gitignore import translate, walk_files
 
 MAX_PATHS = 200
 MAX_HITS = 200
 #: hits gathered before sorting and capping; past this the search stops early
 COLLECT_LIMIT = 5000
+#: with the `scratchpad` parameter the output is not capped; this only bounds memory
+UNCAPPED_LIMIT = 1_000_000
 MAX_LINE_SHOWN = 500
 #: files larger than this are skipped by the Python walker
 MAX_GREP_FILE = 64 * 1024 * 1024
@@ -84,7 +87,7 @@ class Glob(Tool):
             regex = glob_regex(pattern)
         except re.error as exc:
             return ToolResult.error(f"bad glob {args.pattern!r}: {exc}")
-        limit = args.limit or MAX_PATHS
+        limit = args.limit or (UNCAPPED_LIMIT if uncapped() else MAX_PATHS)
         root = os.path.realpath(ctx.project_root)
         found: list[str] = []
         more = False
@@ -100,7 +103,7 @@ class Glob(Tool):
         if more:
             text += f"\n[capped at {limit} paths; narrow the pattern]"
         return ToolResult(
-            content=cap_text(text),
+            content=text if uncapped() else cap_text(text),
             summary=f"{len(found)}{'+' if more else ''} files",
             metadata={"capped": more},
         )
@@ -115,6 +118,10 @@ class GrepArgs(ToolArgs):
     ignore_case: bool = Field(default=False, description="Case-insensitive.")
 
 
+def collect_limit() -> int:
+    return UNCAPPED_LIMIT if uncapped() else COLLECT_LIMIT
+
+
 @dataclass(frozen=True)
 class Hit:
     path: str
@@ -124,8 +131,9 @@ class Hit:
 
 def format_hits(hits: list[Hit], stopped_early: bool) -> tuple[str, bool]:
     hits = sorted(hits, key=lambda h: (h.path, h.line))
-    capped = stopped_early or len(hits) > MAX_HITS
-    shown = hits[:MAX_HITS]
+    most = UNCAPPED_LIMIT if uncapped() else MAX_HITS
+    capped = stopped_early or len(hits) > most
+    shown = hits[:most]
     lines = []
     for h in shown:
         text = h.text.rstrip("\r\n")
@@ -134,7 +142,7 @@ def format_hits(hits: list[Hit], stopped_early: bool) -> tuple[str, bool]:
         lines.append(f"{h.path}:{h.line}: {text}")
     out = "\n".join(lines)
     if capped:
-        out += f"\n[capped at {MAX_HITS} matches; narrow the pattern or use include]"
+        out += f"\n[capped at {most} matches; narrow the pattern or use include]"
     return out, capped
 
 
@@ -170,7 +178,7 @@ def python_grep(root: str, pattern: str, include: str | None, ignore_case: bool)
         for number, line in enumerate(lines, start=1):
             if regex.search(line):
                 hits.append(Hit(rel, number, line))
-                if len(hits) >= COLLECT_LIMIT:
+                if len(hits) >= collect_limit():
                     return hits, True
     return hits, False
 
@@ -232,7 +240,7 @@ async def rg_grep(
             if inc is not None and not inc.match(path):
                 continue
             hits.append(Hit(path, number, text_b.decode("utf-8", errors="replace").rstrip("\n")))
-            if len(hits) >= COLLECT_LIMIT:
+            if len(hits) >= collect_limit():
                 stopped = True
                 break
     finally:
@@ -280,9 +288,9 @@ class Grep(Tool):
             return ToolResult(content=f"no matches for {args.pattern}", summary="0 matches")
         text, capped = format_hits(hits, stopped)
         files = len({h.path for h in hits})
-        count = f"{min(len(hits), MAX_HITS)}{'+' if capped else ''}"
+        count = f"{min(len(hits), UNCAPPED_LIMIT if uncapped() else MAX_HITS)}{'+' if capped else ''}"
         return ToolResult(
-            content=cap_text(text),
+            content=text if uncapped() else cap_text(text),
             summary=f"{count} matches in {files}{'+' if stopped else ''} files",
             metadata={"capped": capped, "backend": "rg" if rg else "python"},
         )

@@ -100,7 +100,9 @@ class CachedRegistry(ToolRegistry):
     def specs(self) -> list[ToolSpec]:
         if self.loaded:
             return super().specs()
-        extra = [t.spec() for t in self._dynamic_tools() if t.name not in self._cached_names]
+        from mermaid_cli.tools.call_options import advertise
+
+        extra = [advertise(t.spec()) for t in self._dynamic_tools() if t.name not in self._cached_names]
         return [*self._cached, *extra]
 
     def names(self) -> list[str]:
