@@ -142,6 +142,7 @@ def test_catalog():
         "task_list",
         "context_archive",
         "compact_context",
+        "context_check",
         "scratchpad_read",
         "scratchpad_save_file",
         "memory",

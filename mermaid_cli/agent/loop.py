@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mermaid_cli.agent import compaction as cmp
+from mermaid_cli.agent.context_status import measure as measure_context
 from mermaid_cli.agent.state import AllowAllGate, CompactionPolicy, Gate, Limits, RunStats, repair_history
 from mermaid_cli.agent.tool_calls import ToolCalls
 from mermaid_cli.core import events as ev
@@ -97,6 +98,8 @@ class Agent:
             monotonic=monotonic,
         )
         self._message_seq = 0
+        self.compactions = 0  # this run's, for context_check
+        ctx.context_status = lambda: measure_context(self)
 
     # -- conversation -------------------------------------------------------------------------
     def _commit(self, message: Message) -> None:
@@ -310,6 +313,7 @@ class Agent:
         if self.on_compaction is not None:
             self.on_compaction(removed_ids, self.log_ids)  # type: ignore[arg-type]
         self.context_tokens = self._estimate_tokens()
+        self.compactions += 1
         self.note(f"compacted {len(removed)} messages into a checkpoint summary")
         return True
 

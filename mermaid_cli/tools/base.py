@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the stores live with their tools; only their types are need
     from mermaid_cli.integrations.web.snapshots import SnapshotStore
     from mermaid_cli.security.sandbox import PreparedSandbox
     from mermaid_cli.tools.context import ArchivedMessage
+    from mermaid_cli.tools.context_check import ContextStatus
     from mermaid_cli.tools.paths import ResolvedPath
     from mermaid_cli.tools.processes import ProcessRegistry
     from mermaid_cli.tools.tasks import TaskStore
@@ -85,6 +86,8 @@ class ToolContext:
     external_access: Callable[[ResolvedPath, str], str | None | Awaitable[str | None]] | None = None
     #: allow every outside path without asking (tests)
     allow_external: bool = False
+    #: the live context window's figures (`context_check`); set by the loop
+    context_status: Callable[[], ContextStatus] | None = None
     #: tool outputs saved with the `scratchpad` parameter (`tools.call_options`)
     scratchpad: ScratchpadStore = field(default_factory=ScratchpadStore)
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
