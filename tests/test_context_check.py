@@ -14,14 +14,18 @@ def test_context_check_reports_usage_headroom_overhead_and_compactions(project):
         project / "s.jsonl",
         [
             call("context_check", {}, "c1", input_tokens=40_000, output_tokens=20),
-            call("write_file", {"path": "a.txt", "content": "x"}, "c2", input_tokens=90_000, output_tokens=10),
+            call(
+                "write_file", {"path": "a.txt", "content": "x"}, "c2", input_tokens=90_000, output_tokens=10
+            ),
             say("## Goal\nfinish\n## Decisions\nnone\n## Files touched\na.txt\n## Open items\nnone"),
             call("context_check", {}, "c3", input_tokens=20_000, output_tokens=10),
             say("done"),
         ],
     )
     args = ["--json", "-c", "compaction.context_window=100000", "-c", "compaction.auto_threshold_percent=80"]
-    out = run_inprocess([*args, "-c", "compaction.tail_turns=1", "--model", f"replay/{script}", "go"], project)
+    out = run_inprocess(
+        [*args, "-c", "compaction.tail_turns=1", "--model", f"replay/{script}", "go"], project
+    )
     assert out.code == 0, out.stderr
     first, second = _outputs(out, "context_check")
     assert first.startswith("Using 40020 of 100000 tokens (40%).")

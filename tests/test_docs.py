@@ -32,6 +32,7 @@ from mermaid_cli.tools.base import Tool
 from mermaid_cli.tools.catalog_files import file_tools
 from mermaid_cli.tools.catalog_longrun import longrun_tools
 from mermaid_cli.tools.catalog_shell import shell_tools
+from mermaid_cli.tools.render_image import RenderImage
 from mermaid_cli.tools.web_fetch import WebFetch
 from mermaid_cli.tools.web_search import WebSearch
 
@@ -143,6 +144,7 @@ def all_builtin_tools() -> list[Tool]:
         WebSearch(backend=None),  # type: ignore[arg-type]
         *longrun_tools(interactive=True, memory_enabled=True),
         ToolSearch(backend),
+        RenderImage(),
         ListMcpResources(backend),
         ReadMcpResource(backend),
     ]

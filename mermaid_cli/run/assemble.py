@@ -24,8 +24,11 @@ if TYPE_CHECKING:
     from mermaid_cli.tools.base import ToolRegistry
 
 
-def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
-    """The built-in tools a run offers under `settings` (MCP tools join once servers start)."""
+def build_registry(
+    settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
+) -> ToolRegistry:
+    """The built-in tools a run offers under `settings` (MCP tools join once servers start);
+    `vision`: the model accepts images (`render_image`)."""
     from mermaid_cli.tools.base import ToolRegistry
     from mermaid_cli.tools.catalog_computer import computer_tools
     from mermaid_cli.tools.catalog_files import file_tools
@@ -33,6 +36,7 @@ def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: b
     from mermaid_cli.tools.catalog_shell import shell_tools
     from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
     from mermaid_cli.tools.filters import ToolFilter
+    from mermaid_cli.tools.render_image import image_tools
 
     network = settings.safety.network != "deny"
     tools = [*file_tools(), *shell_tools()]
@@ -40,24 +44,29 @@ def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: b
     tools += longrun_tools(interactive=interactive, memory_enabled=settings.memory.enabled)
     absent = omitted_web_tools(settings, env, network_allowed=network)
     screen_tools, screen_absent = computer_tools(settings, env)
-    registry = ToolRegistry([*tools, *screen_tools], absent={**absent, **screen_absent})
+    images, images_absent = image_tools(vision=vision)
+    registry = ToolRegistry(
+        [*tools, *images, *screen_tools], absent={**absent, **images_absent, **screen_absent}
+    )
     registry.apply_filter(ToolFilter(settings.tools))  # [tools] enabled/disabled/categories
     return registry
 
 
-def cached_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
+def cached_registry(
+    settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
+) -> ToolRegistry:
     """The built-in tools. With a warm spec cache the tool modules load at the first tool call,
     off the path to the first request."""
     from mermaid_cli.config.loader import data_dir
     from mermaid_cli.tools import spec_cache
 
     def build() -> ToolRegistry:
-        return build_registry(settings, env, interactive=interactive)
+        return build_registry(settings, env, interactive=interactive, vision=vision)
 
     if settings.tools.computer:
         return build()  # its spec carries the size of the screen it found: never cached
     try:
-        key = spec_cache.cache_key(settings, env, interactive=interactive)
+        key = spec_cache.cache_key(settings, env, interactive=interactive, vision=vision)
     except OSError:
         return build()
     cache_dir = data_dir(env) / "cache" / "tool-specs"

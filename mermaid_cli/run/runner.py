@@ -787,6 +787,7 @@ class Run:
         )
         self.model_id = resolved.model_id
         self.model_window = resolved.context_window
+        self.model_vision = resolved.vision  # render_image is offered only to vision models
         for secret in resolved.secrets:
             self.add_secret(secret)
         for warning in resolved.warnings:
@@ -796,7 +797,9 @@ class Run:
     def _registry(self, settings: Settings) -> Any:
         from mermaid_cli.run.assemble import cached_registry
 
-        return cached_registry(settings, self.io.env, interactive=self.interactive)
+        return cached_registry(
+            settings, self.io.env, interactive=self.interactive, vision=getattr(self, "model_vision", False)
+        )
 
     # -- the result ---------------------------------------------------------------------------
     def _finish(self, error: BaseException | None, stats: Any) -> int:

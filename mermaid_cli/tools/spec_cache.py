@@ -24,7 +24,7 @@ SOURCE_DIRS = ("tools", "integrations/web", "config/sections")
 SEARCH_KEYS = ("BRAVE_API_KEY", "TAVILY_API_KEY")
 
 
-def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> str:
+def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False) -> str:
     from mermaid_cli import __version__
 
     files = []
@@ -38,6 +38,7 @@ def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool) 
         "network": settings.safety.network,
         "memory": settings.memory.enabled,
         "interactive": interactive,
+        "vision": vision,
         "web": settings.web.model_dump(mode="json"),
         "tools": settings.tools.model_dump(mode="json"),
         "search_keys": [k for k in SEARCH_KEYS if env.get(k, "").strip()],
