@@ -12,12 +12,12 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.call_options import uncapped
-from mermaid_cli.tools.gitignore import translate, walk_files
+from mermaid_cli.tools.gitignore import skipped_dirs, translate, walk_files
 
 MAX_PATHS = 200
 MAX_HITS = 200
@@ -65,11 +65,17 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 class GlobArgs(ToolArgs):
+    model_config = ConfigDict(**{**ToolArgs.model_config, "populate_by_name": True})  # include_ignored too
     pattern: str = Field(
         description="Glob, e.g. '**/*.py' or 'src/*.ts'; without '/' matches names at any depth."
     )
     limit: int | None = Field(
         default=None, ge=1, le=MAX_PATHS, description=f"Max paths (default {MAX_PATHS})."
+    )
+    include_ignored: bool = Field(
+        default=False,
+        alias="includeIgnored",
+        description="Also files .gitignore excludes, and node_modules (.git only when the pattern names it).",
     )
 
 
@@ -91,7 +97,7 @@ class Glob(Tool):
         root = os.path.realpath(ctx.project_root)
         found: list[str] = []
         more = False
-        for rel, _abs in walk_files(root, prefix):
+        for rel, _abs in walk_files(root, prefix, include_ignored=args.include_ignored):
             if regex.match(rel):
                 if len(found) >= limit:
                     more = True
@@ -113,9 +119,15 @@ class Glob(Tool):
 
 
 class GrepArgs(ToolArgs):
+    model_config = ConfigDict(**{**ToolArgs.model_config, "populate_by_name": True})  # include_ignored too
     pattern: str = Field(description="Regular expression to search file contents for.")
     include: str | None = Field(default=None, description="Only files matching this glob, e.g. '*.py'.")
     ignore_case: bool = Field(default=False, description="Case-insensitive.")
+    include_ignored: bool = Field(
+        default=False,
+        alias="includeIgnored",
+        description="Also files .gitignore excludes, and node_modules (.git only when include names it).",
+    )
 
 
 def collect_limit() -> int:
@@ -146,7 +158,9 @@ def format_hits(hits: list[Hit], stopped_early: bool) -> tuple[str, bool]:
     return out, capped
 
 
-def python_grep(root: str, pattern: str, include: str | None, ignore_case: bool) -> tuple[list[Hit], bool]:
+def python_grep(
+    root: str, pattern: str, include: str | None, ignore_case: bool, include_ignored: bool = False
+) -> tuple[list[Hit], bool]:
     flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
     regex = re.compile(pattern, flags)
     prefix: list[str] = []
@@ -155,7 +169,7 @@ def python_grep(root: str, pattern: str, include: str | None, ignore_case: bool)
         prefix, norm = _split_literal_prefix(include)
         inc = glob_regex(norm)
     hits: list[Hit] = []
-    for rel, path in walk_files(root, prefix):
+    for rel, path in walk_files(root, prefix, include_ignored=include_ignored):
         if inc is not None and not inc.match(rel):
             continue
         try:
@@ -197,18 +211,21 @@ RG_FLAGS = [
     "--no-ignore-dot",
     "--no-ignore-parent",
     "--no-config",
-    "--glob",
-    "!.git",
 ]
 
 
 async def rg_grep(
-    rg: str, root: str, pattern: str, include: str | None, ignore_case: bool
+    rg: str, root: str, pattern: str, include: str | None, ignore_case: bool, include_ignored: bool = False
 ) -> tuple[list[Hit], bool] | str:
     """Hits from ripgrep, or an error message."""
     cmd = [rg, *RG_FLAGS]
     if ignore_case:
         cmd.append("--ignore-case")
+    if include_ignored:
+        cmd.append("--no-ignore")  # .gitignore and the other ignore files
+    prefix = _split_literal_prefix(include)[0] if include else []
+    for name in sorted(skipped_dirs(include_ignored, prefix)):
+        cmd += ["--glob", f"!{name}"]  # as the Python walker: .git, node_modules unless asked
     # `include` is filtered here rather than passed as `rg --glob`: rg's globs override
     # .gitignore, which would make the two backends disagree.
     inc = glob_regex(_split_literal_prefix(include)[1]) if include else None
@@ -272,7 +289,7 @@ class Grep(Tool):
         rg = None if ctx.grep_backend == "python" else shutil.which("rg")
         got: tuple[list[Hit], bool] | None = None
         if rg:
-            answer = await rg_grep(rg, root, args.pattern, include, args.ignore_case)
+            answer = await rg_grep(rg, root, args.pattern, include, args.ignore_case, args.include_ignored)
             if isinstance(answer, str):
                 # e.g. a look-around rg's regex engine lacks: Python's walker can still answer
                 rg = None
@@ -282,7 +299,7 @@ class Grep(Tool):
             hits, stopped = got
         else:
             hits, stopped = await asyncio.to_thread(
-                python_grep, root, args.pattern, include, args.ignore_case
+                python_grep, root, args.pattern, include, args.ignore_case, args.include_ignored
             )
         if not hits:
             return ToolResult(content=f"no matches for {args.pattern}", summary="0 matches")
