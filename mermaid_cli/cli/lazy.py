@@ -23,6 +23,9 @@ class LazyCommand(NamedTuple):
 
 
 COMMANDS: dict[str, LazyCommand] = {
+    "add": LazyCommand(
+        "mermaid_cli.cli.mcp", "add_cmd", "Add an MCP server (the same as `mermaid mcp add`)."
+    ),
     "checkpoints": LazyCommand(
         "mermaid_cli.cli.checkpoints",
         "checkpoints_command",
@@ -40,11 +43,15 @@ COMMANDS: dict[str, LazyCommand] = {
     "logout": LazyCommand(
         "mermaid_cli.cli.providers", "logout_command", "Remove a provider API key from the OS keyring."
     ),
-    "mcp": LazyCommand("mermaid_cli.cli.mcp", "mcp_group", "Manage MCP servers (add, remove, list, login)."),
+    "mcp": LazyCommand(
+        "mermaid_cli.cli.mcp", "mcp_group", "Manage MCP servers (add, remove, list, known, login)."
+    ),
     "restore": LazyCommand(
         "mermaid_cli.cli.checkpoints", "restore_command", "Put files back as a checkpoint saved them."
     ),
-    "tools": LazyCommand("mermaid_cli.cli.tools", "tools_group", "List every tool with its category and decision."),
+    "tools": LazyCommand(
+        "mermaid_cli.cli.tools", "tools_group", "List every tool with its category and decision."
+    ),
     "sessions": LazyCommand(
         "mermaid_cli.cli.sessions", "sessions_group", "List and inspect saved sessions of this project."
     ),
