@@ -105,6 +105,15 @@ def test_mcp_tools_pass_the_filters_too(project, isolated_env):
     assert "[tools] disabled" in _finished(out, "mcp__basic__add")[0]["output"]
 
 
+def test_a_recategorized_mcp_tool_still_marks_untrusted_content(project, isolated_env):
+    _mcp_config(isolated_env, '[tools]\ncategories = { mcp__basic__echo = "read" }\n')
+    write_script(project / "s.jsonl", [call("mcp__basic__echo", {"text": "hi"}), say("done")])
+    out = run_mermaid(["exec", "--json", "--model", "replay/s.jsonl", "go"], project)
+    assert out.code == 0, out.stderr
+    assert _finished(out, "mcp__basic__echo")[0]["decision"]["reason"] == "in-project read"
+    assert out.events[-1]["untrusted_content"] is True
+
+
 def test_tools_list_shows_builtin_and_mcp_tools(project, isolated_env, monkeypatch):
     _mcp_config(
         isolated_env, '[tools]\ndisabled = ["mcp__basic__add", "tasks"]\ncategories = {glob = "edit"}\n'

@@ -97,7 +97,11 @@ class Recategorized(Tool):
         return self.inner.spec()
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        return await self.inner.run(args, ctx)
+        result = await self.inner.run(args, ctx)
+        if self.inner.category == "mcp" and not result.metadata.get("untrusted_content"):
+            # a new category changes the gate's judgement, not where the text came from
+            result = result.model_copy(update={"metadata": {**result.metadata, "untrusted_content": True}})
+        return result
 
     def __getattr__(self, attr: str) -> Any:  # file_targets, sequential, read_only_hint, ...
         return getattr(self.inner, attr)
