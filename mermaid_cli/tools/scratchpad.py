@@ -5,16 +5,13 @@ path it writes, exactly as `write_file`."""
 
 from __future__ import annotations
 
-import stat
 from typing import Any
 
 from pydantic import Field
 
 from mermaid_cli.core.types import ToolResult
-from mermaid_cli.tools import fileio
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
-from mermaid_cli.tools.files import checkpoint, path_error
-from mermaid_cli.tools.paths import PathRefused, lstat_in, resolve_for_tool
+from mermaid_cli.tools.files import write_whole
 from mermaid_cli.tools.scratchpad_store import ScratchpadStore
 
 PAGE_CHARS = 30_000
@@ -86,15 +83,9 @@ class ScratchpadSaveFile(Tool):
         text = _store(ctx).get(args.name)
         if text is None:
             return _missing(ctx, args.name)
-        try:
-            resolved = await resolve_for_tool(ctx, args.path, "write")
-            existing = lstat_in(resolved)
-            if existing is not None and stat.S_ISDIR(existing.st_mode):
-                return ToolResult.error(f"{resolved.display} is a directory")
-            checkpoint(ctx, [resolved], "scratchpad_save_file")
-            fileio.write_bytes(resolved, fileio.encode(text))
-        except (PathRefused, OSError) as exc:
-            return path_error(args.path, exc)
+        resolved = await write_whole(ctx, args.path, text, "scratchpad_save_file")
+        if isinstance(resolved, ToolResult):
+            return resolved
         message = f"Wrote {args.name} to {resolved.display} ({len(text)} characters)"
         return ToolResult(content=message, summary=message, metadata={"files_changed": [resolved.rel]})
 
