@@ -131,5 +131,10 @@ def test_tools_list_shows_builtin_and_mcp_tools(project, isolated_env, monkeypat
         rows["mcp__basic__echo"]["source"] == "mcp:basic" and rows["mcp__basic__echo"]["status"] == "offered"
     )
     assert rows["mcp__basic__add"]["status"] == "disabled"
+    assert rows["render_image"]["status"] == "absent" and "--model" in rows["render_image"]["detail"]
+    vision = CliRunner().invoke(
+        cli, ["tools", "list", "--json", "--no-mcp", "-m", "anthropic/claude-sonnet-4-5", "-p", str(project)]
+    )
+    assert {r["name"]: r for r in json.loads(vision.stdout)}["render_image"]["status"] == "offered"
     text = CliRunner().invoke(cli, ["tools", "list", "--no-mcp", "-p", str(project)])
     assert text.exit_code == 0 and "execute_command" in text.output and "mcp__basic" not in text.output

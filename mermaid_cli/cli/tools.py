@@ -46,6 +46,7 @@ def tools_group() -> None:
 @click.option("--safety", type=click.Choice(["read_only", "ask", "auto", "full_access"]), help="Safety mode.")
 @click.option("--no-network", is_flag=True, help="As a run with --no-network.")
 @click.option("--no-mcp", is_flag=True, help="Do not start the configured MCP servers.")
+@click.option("-m", "--model", help="Model id (render_image needs a vision model); default: the config's.")
 @click.option("--profile", help="Apply [profiles.NAME].")
 @click.option(
     "-c", "--config", "config_overrides", multiple=True, metavar="KEY=VALUE", help="Config override."
@@ -56,6 +57,7 @@ def list_cmd(
     safety: str | None,
     no_network: bool,
     no_mcp: bool,
+    model: str | None,
     profile: str | None,
     config_overrides: tuple[str, ...],
     path: str,
@@ -79,7 +81,7 @@ def list_cmd(
     for warning in loaded.warnings:
         click.echo(f"mermaid: {warning}", err=True)
     settings = loaded.settings
-    rows = builtin_rows(settings, root)
+    rows = builtin_rows(settings, root, model or settings.model)
     if settings.mcp_servers and not no_mcp:
         rows += asyncio.run(mcp_rows(settings, root))
     if as_json:
@@ -124,12 +126,14 @@ def _row(settings: Settings, root: Path, tool_name: str, source: str, category: 
     )
 
 
-def builtin_rows(settings: Settings, root: Path) -> list[ToolRow]:
+def builtin_rows(settings: Settings, root: Path, model: str | None = None) -> list[ToolRow]:
+    from mermaid_cli.providers.resolve import model_facts
     from mermaid_cli.run.assemble import build_registry
     from mermaid_cli.tools.filters import ToolFilter
 
     env = dict(os.environ)
-    offered = build_registry(settings, env, interactive=False)
+    vision = model_facts(model, settings).vision if model else False
+    offered = build_registry(settings, env, interactive=False, vision=vision)
     everything = settings.model_copy(deep=True)
     everything.tools.enabled, everything.tools.disabled, everything.tools.categories = None, [], {}
     everything.memory.enabled = True
@@ -150,6 +154,8 @@ def builtin_rows(settings: Settings, root: Path) -> list[ToolRow]:
         else:
             row.status = "absent"
             row.detail = offered.absent.get(name) or full.absent.get(name) or CONDITIONAL.get(name)
+            if name == "render_image" and not model:
+                row.detail = "offered only to models that accept images; give --model to check one"
         rows.append(row)
     return rows
 
