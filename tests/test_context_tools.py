@@ -142,12 +142,15 @@ def test_catalog():
         "task_list",
         "context_archive",
         "compact_context",
+        "context_check",
+        "scratchpad_read",
+        "scratchpad_save_file",
         "memory",
     }
     at_tty = {t.name for t in longrun_tools(interactive=True, memory_enabled=False)}
     assert "ask_user_question" in at_tty and "memory" not in at_tty
     for tool in longrun_tools(interactive=True, memory_enabled=True):
-        assert tool.category == ("memory" if tool.name == "memory" else "session")
+        assert tool.category == {"memory": "memory", "scratchpad_save_file": "edit"}.get(tool.name, "session")
         assert getattr(tool, "interactive_only", False) == (tool.name == "ask_user_question")
         tool.spec()  # the schema builds
     assert AskUserQuestion.interactive_only is True

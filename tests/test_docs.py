@@ -23,6 +23,7 @@ from mermaid_cli.cli.main import cli
 from mermaid_cli.config.loader import Settings
 from mermaid_cli.config.sections.mcp import McpOAuthSettings, McpServerSettings
 from mermaid_cli.config.sections.safety import Override
+from mermaid_cli.integrations.mcp.deferred import LoadTool
 from mermaid_cli.integrations.mcp.tools import ListMcpResources, ReadMcpResource, ToolSearch
 from mermaid_cli.policy import list_presets
 from mermaid_cli.policy.hooks import HookSpec
@@ -33,6 +34,7 @@ from mermaid_cli.tools.base import Tool
 from mermaid_cli.tools.catalog_files import file_tools
 from mermaid_cli.tools.catalog_longrun import longrun_tools
 from mermaid_cli.tools.catalog_shell import shell_tools
+from mermaid_cli.tools.render_image import RenderImage
 from mermaid_cli.tools.web_fetch import WebFetch
 from mermaid_cli.tools.web_search import WebSearch
 
@@ -144,6 +146,8 @@ def all_builtin_tools() -> list[Tool]:
         WebSearch(backend=None),  # type: ignore[arg-type]
         *longrun_tools(interactive=True, memory_enabled=True),
         ToolSearch(backend),
+        LoadTool(backend),  # type: ignore[arg-type]
+        RenderImage(),
         ListMcpResources(backend),
         ReadMcpResource(backend),
         AgentTool(""),

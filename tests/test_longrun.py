@@ -166,3 +166,38 @@ def test_context_too_long_compacts_and_retries(project):
     stats = asyncio.run(agent.run("new question"))
     assert stats.response == "answered" and provider.calls == 3
     assert agent.messages[0].text.startswith("[Checkpoint")
+
+
+def test_task_list_warnings_in_a_run(project):
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("task_create", {"tasks": [{"subject": "A"}, {"subject": "B"}, {"subject": "C"}]}, "c1"),
+            call(
+                "task_update",
+                {"updates": [{"id": 1, "status": "in_progress"}, {"id": 2, "status": "in_progress"}]},
+                "c2",
+            ),
+            call(
+                "task_update",
+                {"updates": [{"id": 1, "status": "completed"}, {"id": 2, "status": "blocked"}]},
+                "c3",
+            ),
+            call(
+                "task_update",
+                {"updates": [{"id": 2, "note": "needs a key"}, {"id": 3, "status": "in_progress"}]},
+                "c4",
+            ),
+            say("ok"),
+        ],
+    )
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "plan"], project)
+    assert out.code == 0, out.stderr
+    created, two, blocked, clean = [
+        e["output"] for e in out.events if e["type"] == "tool_finished" and e["name"].startswith("task_")
+    ]
+    assert "nothing is in progress while 3 task(s) remain pending" in created
+    assert "2 tasks are in progress (#1, #2)" in two
+    assert "task #2 is blocked without a note" in blocked
+    assert "nothing is in progress while 1 task(s) remain pending" in blocked
+    assert "Note:" not in clean

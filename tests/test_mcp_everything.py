@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from pathlib import Path
@@ -60,9 +61,7 @@ async def test_server_everything(tmp_path: Path) -> None:
         listing = manager.lookup("list_mcp_resources")
         assert listing is not None
         listed = await listing.run(listing.Args(server="everything"), ctx)
-        uri = next(
-            line.split("uri=")[1].split(" |")[0] for line in listed.content.splitlines() if "uri=" in line
-        )
+        uri = next(e["uri"] for e in json.loads(listed.content) if "uri" in e)
         reader = manager.lookup("read_mcp_resource")
         assert reader is not None
         read = await reader.run(reader.Args(server="everything", uri=uri), ctx)

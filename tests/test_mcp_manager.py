@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,14 @@ async def test_resources_and_prompts(ctx: ToolContext) -> None:
     try:
         assert {"list_mcp_resources", "read_mcp_resource"} <= {t.name for t in manager.current_tools()}
         listing = await run(manager, "list_mcp_resources", ctx)
-        assert "uri=notes://readme" in listing.content and "server=notes" in listing.content
+        entries = json.loads(listing.content)  # a JSON list, as documented
+        assert {
+            "server": "notes",
+            "uri": "notes://readme",
+            "name": "readme",
+            "description": "The readme",
+            "mimeType": "text/plain",
+        } in entries
         only = await run(manager, "list_mcp_resources", ctx, server="plain")
         assert only.is_error  # no resources capability
 

@@ -104,3 +104,19 @@ def test_project_verify_commands_never_run(project: Path) -> None:
     assert out.code == 0, out.stderr
     assert not (project / "pwned").exists()
     assert "verify.commands" in out.stderr
+
+
+def test_project_tool_filters_only_narrow_the_users(project: Path, isolated_env: Path) -> None:
+    user = isolated_env / "config" / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('[tools]\nenabled = ["read_file", "grep", "execute_command"]\ndisabled = ["execute_command"]\n')
+    (project / ".mermaid").mkdir()
+    (project / ".mermaid" / "config.toml").write_text(
+        '[tools]\nenabled = ["read_file", "write_file"]\ndisabled = []\ncategories = { execute_command = "read" }\n'
+    )
+    loaded = load_settings(project_root=project)
+    tools = loaded.settings.tools
+    assert tools.disabled == ["execute_command"]  # a project cannot bring back what the user switched off
+    assert tools.enabled == ["read_file"]  # nor enable what the user's allow-list leaves out
+    assert tools.categories == {}
+    assert any("tools.categories" in w for w in loaded.warnings)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mermaid_cli.agent import compaction as cmp
+from mermaid_cli.agent.context_status import measure as measure_context
 from mermaid_cli.agent.state import AllowAllGate, CompactionPolicy, Gate, Limits, RunStats, repair_history
 from mermaid_cli.agent.tool_calls import ToolCalls
 from mermaid_cli.core import events as ev
@@ -99,6 +100,8 @@ class Agent:
             monotonic=monotonic,
         )
         self._message_seq = 0
+        self.compactions = 0  # this run's, for context_check
+        ctx.context_status = lambda: measure_context(self)
 
     # -- conversation -------------------------------------------------------------------------
     def _commit(self, message: Message) -> None:
@@ -129,6 +132,10 @@ class Agent:
                     await self._compact(None)
                 self._commit(Message.user_text(CONTINUE_PROMPT))
                 continue
+            if not calls and self.calls.background.pending():  # the run waits for background calls
+                await self.calls.background.wait_any()
+                self._commit(Message(role="user", content=tuple(self.calls.background.take_finished())))
+                continue
             if not calls:
                 chain = [*continued, turn]
                 self.stats.finished = True
@@ -140,7 +147,8 @@ class Agent:
                 return self.stats
             continued = []
             results = await self._run_calls(calls)
-            self._commit(cmp.admit_images(Message(role="user", content=tuple(results)), self.messages))
+            arrived = self.calls.background.take_finished()  # background results that came meanwhile
+            self._commit(cmp.admit_images(Message(role="user", content=(*results, *arrived)), self.messages))
 
     async def _run_calls(self, calls: list[ToolCallBlock]) -> list[ToolResultBlock]:
         """The calls of one model message, concurrently, except that the calls of a `sequential`
@@ -310,6 +318,7 @@ class Agent:
         if self.on_compaction is not None:
             self.on_compaction(removed_ids, self.log_ids)  # type: ignore[arg-type]
         self.context_tokens = self._estimate_tokens()
+        self.compactions += 1
         self.note(f"compacted {len(removed)} messages into a checkpoint summary")
         return True
 

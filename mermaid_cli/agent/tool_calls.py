@@ -8,11 +8,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mermaid_cli.agent.background import BackgroundCalls
 from mermaid_cli.agent.state import Gate, RunStats
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.text import cap_text
 from mermaid_cli.core.types import Decision, ToolCallBlock, ToolResult, ToolResultBlock
 from mermaid_cli.security.redact import redact_obj
+from mermaid_cli.tools import call_options
 from mermaid_cli.tools.agent import current_call_id
 from mermaid_cli.tools.base import Tool, ToolContext, ToolRegistry
 
@@ -60,6 +62,9 @@ class ToolCalls:
         self.tools_ready: Awaitable[Any] | None = None
         #: a tool's compaction request, for the loop to honour before its next model call
         self.compaction_focus: str | None = None
+        #: calls made with `background: true`, for the loop to deliver and wait for
+        self.background = BackgroundCalls(emit)
+        ctx.cleanups.append(self.background.cancel_all)
 
     async def run(self, call: ToolCallBlock) -> ToolResultBlock:
         self.seq += 1
@@ -73,7 +78,10 @@ class ToolCalls:
         started = self.monotonic()
         decision: Decision | None = None
         try:
-            bound = self.registry.bind(call)
+            # `scratchpad` / `background` are the loop's, taken out before the tool sees the call
+            split = call_options.split(self.registry.get(call.name), call)
+            options, call = split if not isinstance(split, ToolResult) else (call_options.CallOptions(), call)
+            bound = split if isinstance(split, ToolResult) else self.registry.bind(call)
             if isinstance(bound, ToolResult):
                 result = bound
             else:
@@ -81,11 +89,11 @@ class ToolCalls:
                 gate = await self.gate.check(call_id, tool, args, call)
                 decision = gate.decision
                 if gate.decision.verdict == "allow":
-                    result = await self._execute(tool, gate.args if gate.args is not None else args)
-                    if gate.context:
-                        result = result.model_copy(
-                            update={"content": f"{result.content}\n\n[hook] {gate.context}"}
-                        )
+                    allowed = gate.args if gate.args is not None else args
+                    if options.background:
+                        result = self._detach(call, call_id, tool, allowed, options, gate.context, decision)
+                    else:
+                        result = await self._run_allowed(tool, allowed, options, gate.context)
                 else:
                     message = gate.message or f"{call.name} was not run: {gate.decision.reason or 'denied'}"
                     result = ToolResult.error(message)
@@ -119,6 +127,31 @@ class ToolCalls:
             )
             raise
         return self._finish(call, call_id, result, decision, started)
+
+    async def _run_allowed(
+        self, tool: Tool, args: Any, options: call_options.CallOptions, context: str | None
+    ) -> ToolResult:
+        result = await options.execute(lambda: self._execute(tool, args), self.ctx.scratchpad)
+        if context:
+            result = result.model_copy(update={"content": f"{result.content}\n\n[hook] {context}"})
+        return result
+
+    def _detach(
+        self,
+        call: ToolCallBlock,
+        call_id: str,
+        tool: Tool,
+        args: Any,
+        options: call_options.CallOptions,
+        context: str | None,
+        decision: Decision | None,
+    ) -> ToolResult:
+        async def work(bg_id: str) -> ToolResultBlock:
+            started = self.monotonic()
+            result = await self._run_allowed(tool, args, options, context)
+            return self._finish(call, bg_id, result, decision, started)
+
+        return self.background.start(call, call_id, work)
 
     def _targets(self, call: ToolCallBlock) -> list[ev.FileTargetInfo] | None:
         """What the gate will judge for a file tool's call: its resolved files and operations."""

@@ -23,6 +23,9 @@ class LazyCommand(NamedTuple):
 
 
 COMMANDS: dict[str, LazyCommand] = {
+    "add": LazyCommand(
+        "mermaid_cli.cli.mcp", "add_cmd", "Add an MCP server (the same as `mermaid mcp add`)."
+    ),
     "batch": LazyCommand(
         "mermaid_cli.cli.batch", "batch_group", "Run many tasks: locally with --jobs, or sharded for a CI matrix."
     ),
@@ -43,13 +46,18 @@ COMMANDS: dict[str, LazyCommand] = {
     "logout": LazyCommand(
         "mermaid_cli.cli.providers", "logout_command", "Remove a provider API key from the OS keyring."
     ),
-    "mcp": LazyCommand("mermaid_cli.cli.mcp", "mcp_group", "Manage MCP servers (add, remove, list, login)."),
+    "mcp": LazyCommand(
+        "mermaid_cli.cli.mcp", "mcp_group", "Manage MCP servers (add, remove, list, known, login)."
+    ),
+    "plugin": LazyCommand("mermaid_cli.cli.plugin", "plugin_group", "Install, enable and audit plugins."),
     "report": LazyCommand(
         "mermaid_cli.cli.report", "report_command", "Draw a run or a batch as Markdown (gantt) or HTML."
     ),
-    "plugin": LazyCommand("mermaid_cli.cli.plugin", "plugin_group", "Install, enable and audit plugins."),
     "restore": LazyCommand(
         "mermaid_cli.cli.checkpoints", "restore_command", "Put files back as a checkpoint saved them."
+    ),
+    "tools": LazyCommand(
+        "mermaid_cli.cli.tools", "tools_group", "List every tool with its category and decision."
     ),
     "sessions": LazyCommand(
         "mermaid_cli.cli.sessions", "sessions_group", "List and inspect saved sessions of this project."

@@ -82,6 +82,12 @@ def mcp_group() -> None:
 @mcp_group.command("add", context_settings={"ignore_unknown_options": True})
 @click.argument("name")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--command", "command_opt", metavar="CMD", help="Executable of a stdio server (instead of `-- CMD`)."
+)
+@click.option(
+    "--arg", "arg_opts", multiple=True, metavar="ARG", help="Argument of the --command (repeatable)."
+)
 @click.option("--url", help="Streamable HTTP endpoint of a remote server.")
 @click.option("--header", "headers", multiple=True, help="'Name: Value' sent with every request.")
 @click.option("--env-header", "env_headers", multiple=True, help="'Header=ENV': header value read from ENV.")
@@ -94,6 +100,8 @@ def mcp_group() -> None:
 def add_cmd(
     name: str,
     command: tuple[str, ...],
+    command_opt: str | None,
+    arg_opts: tuple[str, ...],
     url: str | None,
     headers: tuple[str, ...],
     env_headers: tuple[str, ...],
@@ -104,9 +112,26 @@ def add_cmd(
     scopes: tuple[str, ...],
     force: bool,
 ) -> None:
-    """Add a server: `mermaid mcp add NAME -- CMD ARGS…` or `mermaid mcp add NAME --url URL`."""
+    """Add a server: `mermaid mcp add NAME -- CMD ARGS…`, `--command CMD --arg A`, `--url URL`,
+    or just NAME for a well-known server (`mermaid mcp known` lists them)."""
+    from mermaid_cli.cli.mcp_known import KNOWN_SERVERS
+
+    if command_opt is not None:
+        if command:
+            raise click.UsageError("give the command either after `--` or with --command, not both")
+        command = (command_opt, *arg_opts)
+    elif arg_opts:
+        raise click.UsageError("--arg needs --command")
+    known = KNOWN_SERVERS.get(name) if not command and not url else None
+    if known is not None:
+        command = (known.table["command"], *known.table.get("args", [])) if "command" in known.table else ()
+        url = known.table.get("url")
     if bool(command) == bool(url):
-        raise click.UsageError("give either a command after `--` (stdio) or --url (remote), not both")
+        names = ", ".join(KNOWN_SERVERS)
+        raise click.UsageError(
+            "give either a command (after `--` or with --command) or --url, not both; "
+            f"or the name of a well-known server ({names})"
+        )
     table: dict[str, Any] = {}
     if command:
         table["command"] = command[0]
@@ -151,6 +176,30 @@ def add_cmd(
     servers[name] = table
     write_config(path, data)
     click.echo(f"Added MCP server {name!r} to {path}", err=True)
+    if known is not None:
+        click.echo(f"  {known.summary}" + (f"; it needs {known.needs}" if known.needs else ""), err=True)
+
+
+@mcp_group.command("known")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def known_cmd(as_json: bool) -> None:
+    """List the well-known servers `mermaid mcp add NAME` can add by name alone."""
+    from mermaid_cli.cli.mcp_known import KNOWN_SERVERS
+
+    if as_json:
+        click.echo(
+            json.dumps(
+                {n: {**k.table, "summary": k.summary, "needs": k.needs} for n, k in KNOWN_SERVERS.items()},
+                indent=2,
+            )
+        )
+        return
+    for name, known in KNOWN_SERVERS.items():
+        target = known.table.get("url") or " ".join([known.table["command"], *known.table.get("args", [])])
+        click.echo(
+            f"{name:<20} {known.summary}\n{'':<20} {target}"
+            + (f"\n{'':<20} needs {known.needs}" if known.needs else "")
+        )
 
 
 @mcp_group.command("remove")

@@ -37,6 +37,7 @@ def clamp_project(
     _clamp_top_level(data, source, warnings)
     if below is not None:
         _clamp_numbers(data, below, (), source, warnings)
+        _narrow_tool_filters(data, below)
     safety = data.get("safety")
     if isinstance(safety, dict):
         _clamp_safety(safety, current_mode, current_floors, source, warnings)
@@ -64,6 +65,9 @@ def _clamp_top_level(data: dict[str, Any], source: str, warnings: list[str]) -> 
         warnings.append(
             f"{source}: `tools.computer = true` is ignored in a project config (set it in your user config)"
         )
+    if isinstance(tools, dict) and "categories" in tools:
+        del tools["categories"]  # a pull request must not move execute_command to `read`
+        warnings.append(f"{source}: `tools.categories` is ignored in a project config (set it in your user config)")
 
 
 def _clamp_safety(
@@ -152,3 +156,16 @@ def _clamp_numbers(
 
 def _safety_rank(mode: Any) -> int:
     return SAFETY_MODES.index(mode) if mode in SAFETY_MODES else len(SAFETY_MODES)
+
+
+def _narrow_tool_filters(data: dict[str, Any], below: dict[str, Any]) -> None:
+    """A project's `[tools] disabled` adds to the user's, never replaces it, and its `enabled`
+    keeps only what the user's `enabled` (if any) allows: a pull request can offer fewer tools,
+    never bring back one the user switched off."""
+    tools, under = data.get("tools"), below.get("tools")
+    if not isinstance(tools, dict) or not isinstance(under, dict):
+        return
+    if isinstance(tools.get("disabled"), list) and isinstance(under.get("disabled"), list):
+        tools["disabled"] = [*under["disabled"], *(x for x in tools["disabled"] if x not in under["disabled"])]
+    if isinstance(tools.get("enabled"), list) and isinstance(under.get("enabled"), list):
+        tools["enabled"] = [x for x in tools["enabled"] if x in under["enabled"]]

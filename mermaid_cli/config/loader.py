@@ -30,9 +30,10 @@ from mermaid_cli.config.sections.longrun import CompactionSection, MemorySection
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.config.sections.models import ModelSettings
 from mermaid_cli.config.sections.plugins import PluginsSection
-from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings, ProviderToolsSettings
+from mermaid_cli.config.sections.providers import PriceSettings, ProviderSettings
 from mermaid_cli.config.sections.safety import SafetySettings
 from mermaid_cli.config.sections.sandbox import SandboxSection
+from mermaid_cli.config.sections.tools import ToolsSection
 from mermaid_cli.config.sections.web import WebSettings
 from mermaid_cli.core.errors import ConfigError
 
@@ -84,7 +85,7 @@ class Settings(BaseModel):
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
-    tools: ProviderToolsSettings = Field(default_factory=ProviderToolsSettings)
+    tools: ToolsSection = Field(default_factory=ToolsSection)
     plugins: PluginsSection = Field(default_factory=PluginsSection)
     agents: AgentsSection = Field(default_factory=AgentsSection)
 

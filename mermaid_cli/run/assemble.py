@@ -45,14 +45,19 @@ if TYPE_CHECKING:
     from mermaid_cli.tools.base import ToolContext, ToolRegistry
 
 
-def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
-    """The built-in tools a run offers under `settings` (MCP tools join once servers start)."""
+def build_registry(
+    settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
+) -> ToolRegistry:
+    """The built-in tools a run offers under `settings` (MCP tools join once servers start);
+    `vision`: the model accepts images (`render_image`)."""
     from mermaid_cli.tools.base import ToolRegistry
     from mermaid_cli.tools.catalog_computer import computer_tools
     from mermaid_cli.tools.catalog_files import file_tools
     from mermaid_cli.tools.catalog_longrun import longrun_tools
     from mermaid_cli.tools.catalog_shell import shell_tools
     from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
+    from mermaid_cli.tools.filters import ToolFilter
+    from mermaid_cli.tools.render_image import image_tools
 
     network = settings.safety.network != "deny"
     tools = [*file_tools(), *shell_tools()]
@@ -60,28 +65,37 @@ def build_registry(settings: Settings, env: Mapping[str, str], *, interactive: b
     tools += longrun_tools(interactive=interactive, memory_enabled=settings.memory.enabled)
     absent = omitted_web_tools(settings, env, network_allowed=network)
     screen_tools, screen_absent = computer_tools(settings, env)
-    return ToolRegistry([*tools, *screen_tools], absent={**absent, **screen_absent})
+    images, images_absent = image_tools(vision=vision)
+    registry = ToolRegistry(
+        [*tools, *images, *screen_tools], absent={**absent, **images_absent, **screen_absent}
+    )
+    registry.apply_filter(ToolFilter(settings.tools))  # [tools] enabled/disabled/categories
+    return registry
 
 
-def cached_registry(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> ToolRegistry:
+def cached_registry(
+    settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
+) -> ToolRegistry:
     """The built-in tools. With a warm spec cache the tool modules load at the first tool call,
     off the path to the first request."""
     from mermaid_cli.config.loader import data_dir
     from mermaid_cli.tools import spec_cache
 
     def build() -> ToolRegistry:
-        return build_registry(settings, env, interactive=interactive)
+        return build_registry(settings, env, interactive=interactive, vision=vision)
 
     if settings.tools.computer:
         return build()  # its spec carries the size of the screen it found: never cached
     try:
-        key = spec_cache.cache_key(settings, env, interactive=interactive)
+        key = spec_cache.cache_key(settings, env, interactive=interactive, vision=vision)
     except OSError:
         return build()
     cache_dir = data_dir(env) / "cache" / "tool-specs"
     cached = spec_cache.load(cache_dir, key)
     if cached is not None:
-        return spec_cache.CachedRegistry(cached[0], cached[1], build)
+        from mermaid_cli.tools.filters import ToolFilter
+
+        return spec_cache.CachedRegistry(cached[0], cached[1], build, ToolFilter(settings.tools))
     registry = build()
     spec_cache.save(cache_dir, key, registry)
     return registry
@@ -227,7 +241,7 @@ async def assemble(
     interactive = bool(
         io.stdin_is_tty and io.stderr_is_tty and not opts.no_interactive and io.install_signal_handlers
     )
-    registry: ToolRegistry = cached_registry(settings, io.env, interactive=interactive)
+    registry: ToolRegistry = cached_registry(settings, io.env, interactive=interactive, vision=model.vision)
     if lineage.terms is not None:
         allowed = lineage.terms.agent_type.tools
         registry = NarrowedRegistry(
@@ -236,7 +250,10 @@ async def assemble(
     if ext is not None:
         ext.add_tools(registry)
     subagents = None
-    if lineage.depth < settings.agents.max_depth:  # max_depth 0: no agent tool at all
+    from mermaid_cli.tools.filters import ToolFilter
+
+    # max_depth 0, or `agent` disabled in [tools]: no agent tool, nor its lifecycle actions
+    if lineage.depth < settings.agents.max_depth and ToolFilter(settings.tools).refusal("agent") is None:
         subagents = Subagents(opts, io, out, draft, settings, lineage)
         subagents.register(registry)
     mcp = None

@@ -18,12 +18,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from mermaid_cli.config.loader import Settings
 from mermaid_cli.core.text import cap_text as text_cap
 from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
+from mermaid_cli.tools.scratchpad_store import ScratchpadStore
 
 if TYPE_CHECKING:  # the stores live with their tools; only their types are needed here
     from mermaid_cli.integrations.web.snapshots import SnapshotStore
     from mermaid_cli.security.sandbox import PreparedSandbox
     from mermaid_cli.tools.agent import Spawner
     from mermaid_cli.tools.context import ArchivedMessage
+    from mermaid_cli.tools.context_check import ContextStatus
     from mermaid_cli.tools.paths import ResolvedPath
     from mermaid_cli.tools.processes import ProcessRegistry
     from mermaid_cli.tools.tasks import TaskStore
@@ -87,6 +89,10 @@ class ToolContext:
     allow_external: bool = False
     #: runs this run's subagents (the `agent` tool); None: no subagents here
     agents: Spawner | None = None
+    #: the live context window's figures (`context_check`); set by the loop
+    context_status: Callable[[], ContextStatus] | None = None
+    #: tool outputs saved with the `scratchpad` parameter (`tools.call_options`)
+    scratchpad: ScratchpadStore = field(default_factory=ScratchpadStore)
     cleanups: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 
 
@@ -142,11 +148,39 @@ class ToolRegistry:
         self.absent: dict[str, str] = dict(absent or {})
         # Tools that come and go during a run (MCP servers, promoted deferred tools).
         self.dynamic: list[Any] = []
+        #: `[tools]` filters (`tools.filters.ToolFilter`): every tool, MCP ones too, passes `admit`
+        self.filter: Any = None
         for tool in tools or []:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
+
+    def apply_filter(self, tool_filter: Any) -> None:
+        """Keep only the tools `tool_filter.admit`s (now and as dynamic sources add them); a
+        refused tool's call gets the reason instead of running."""
+        self.filter = tool_filter
+        for name, tool in list(self._tools.items()):
+            admitted = tool_filter.admit(tool)
+            if admitted is None:
+                del self._tools[name]
+                self.absent[name] = tool_filter.refusal(name)
+            else:
+                self._tools[name] = admitted
+
+    def _admit(self, tool: Tool | None) -> Tool | None:
+        if tool is None or self.filter is None:
+            return tool
+        return self.filter.admit(tool)
+
+    def _dynamic_tools(self) -> list[Tool]:
+        tools = []
+        for source in self.dynamic:
+            for tool in source.current_tools():
+                admitted = self._admit(tool)
+                if admitted is not None and admitted.name not in self._tools:
+                    tools.append(admitted)
+        return tools
 
     def add_dynamic(self, source: Any) -> None:
         """`source` has `current_tools() -> list[Tool]` (offered this turn) and `lookup(name)`."""
@@ -156,22 +190,21 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             for source in self.dynamic:
-                tool = source.lookup(name)
+                tool = self._admit(source.lookup(name))
                 if tool is not None:
                     break
         return tool
 
     def current(self) -> list[Tool]:
-        tools = list(self._tools.values())
-        for source in self.dynamic:
-            tools.extend(t for t in source.current_tools() if t.name not in self._tools)
-        return tools
+        return [*self._tools.values(), *self._dynamic_tools()]
 
     def names(self) -> list[str]:
         return [t.name for t in self.current()]
 
     def specs(self) -> list[ToolSpec]:
-        return [t.spec() for t in self.current()]
+        from mermaid_cli.tools.call_options import advertise  # `scratchpad`, `background`
+
+        return [advertise(t.spec()) for t in self.current()]
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
@@ -184,6 +217,8 @@ class ToolRegistry:
         tool = self.get(call.name)
         if tool is None and call.name in self.absent:
             return ToolResult.error(self.absent[call.name])
+        if tool is None and self.filter is not None and (refused := self.filter.refusal(call.name)):
+            return ToolResult.error(refused)
         if tool is None:
             known = ", ".join(sorted(self.names())) or "none"
             return ToolResult.error(f"unknown tool {call.name!r}; available tools: {known}")

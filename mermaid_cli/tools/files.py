@@ -205,6 +205,21 @@ class WriteFileArgs(ToolArgs):
     content: str = Field(description="The whole new content of the file.")
 
 
+async def write_whole(ctx: ToolContext, path: str, content: str, reason: str) -> ResolvedPath | ToolResult:
+    """Create or replace the file at `path` with `content` (jailed, checkpointed, atomic): the
+    resolved path, or the error result."""
+    try:
+        resolved = await resolve_for_tool(ctx, path, "write")
+        existing = lstat_in(resolved)
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            return ToolResult.error(f"{resolved.display} is a directory")
+        checkpoint(ctx, [resolved], reason)
+        fileio.write_bytes(resolved, fileio.encode(content))
+    except (PathRefused, OSError) as exc:
+        return path_error(path, exc)
+    return resolved
+
+
 class WriteFile(Tool):
     name = "write_file"
     description = "Create or overwrite a file with the given content; parent directories are created."
@@ -215,15 +230,9 @@ class WriteFile(Tool):
         return _one(arguments, "write")  # the gate tells create from modify
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
-        try:
-            resolved = await resolve_for_tool(ctx, args.path, "write")
-            existing = lstat_in(resolved)
-            if existing is not None and stat.S_ISDIR(existing.st_mode):
-                return ToolResult.error(f"{resolved.display} is a directory")
-            checkpoint(ctx, [resolved], "write_file")
-            fileio.write_bytes(resolved, fileio.encode(args.content))
-        except (PathRefused, OSError) as exc:
-            return path_error(args.path, exc)
+        resolved = await write_whole(ctx, args.path, args.content, "write_file")
+        if isinstance(resolved, ToolResult):
+            return resolved
         lines = fileio.count_lines(args.content)
         message = f"Wrote {resolved.display} ({lines} lines)"
         return ToolResult(content=message, summary=message, metadata={"files_changed": [resolved.rel]})

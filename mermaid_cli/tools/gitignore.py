@@ -139,18 +139,43 @@ def _load(dir_abs: str, base: str) -> _RuleSet | None:
     return _RuleSet(base, rules) if rules else None
 
 
-def walk_files(root: str, prefix: list[str] | None = None) -> Iterator[tuple[str, str]]:
+#: never walked into unless asked for: by `include_ignored` (not .git) or a pattern naming them
+ALWAYS_SKIPPED = (".git", "node_modules")
+
+
+def skipped_dirs(include_ignored: bool, prefix: list[str] | None = None) -> set[str]:
+    """The ALWAYS_SKIPPED names a walk skips: .git unless the pattern's literal prefix starts in
+    it, node_modules unless that or `include_ignored`."""
+    skipped = set(ALWAYS_SKIPPED)
+    if include_ignored:
+        skipped.discard("node_modules")
+    if prefix:
+        skipped.discard(prefix[0])
+    return skipped
+
+
+def walk_files(
+    root: str, prefix: list[str] | None = None, *, include_ignored: bool = False
+) -> Iterator[tuple[str, str]]:
     """(relative posix path, absolute path) of every regular, non-ignored file below `root`, in
-    sorted order. `prefix`: literal leading directory names to restrict the walk to."""
+    sorted order. `prefix`: literal leading directory names to restrict the walk to.
+    `include_ignored`: files the ignore files exclude too (and node_modules)."""
     prefix = prefix or []
     sets: list[_RuleSet] = []
-    first = _load(root, "")
+    first = None if include_ignored else _load(root, "")
     if first:
         sets.append(first)
-    yield from _walk(root, "", sets, prefix)
+    yield from _walk(root, "", sets, prefix, skipped_dirs(include_ignored), include_ignored)
 
 
-def _walk(dir_abs: str, dir_rel: str, sets: list[_RuleSet], prefix: list[str]) -> Iterator[tuple[str, str]]:
+def _walk(
+    dir_abs: str,
+    dir_rel: str,
+    sets: list[_RuleSet],
+    prefix: list[str],
+    skipped: set[str],
+    include_ignored: bool,
+) -> Iterator[tuple[str, str]]:
     try:
         with os.scandir(dir_abs) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -159,8 +184,8 @@ def _walk(dir_abs: str, dir_rel: str, sets: list[_RuleSet], prefix: list[str]) -
     depth_prefix = prefix[0] if prefix else None
     for entry in entries:
         name = entry.name
-        if name == ".git":
-            continue
+        if name in skipped and (dir_rel or name != (prefix[0] if prefix else None)):
+            continue  # the prefix may open one at the top (`node_modules/react/**`), no deeper
         if depth_prefix is not None and name != depth_prefix:
             continue
         try:
@@ -173,10 +198,11 @@ def _walk(dir_abs: str, dir_rel: str, sets: list[_RuleSet], prefix: list[str]) -
         rel = f"{dir_rel}/{name}" if dir_rel else name
         if not is_dir and not is_file:
             continue
-        if _ignored(rel, is_dir, sets):
+        if not include_ignored and _ignored(rel, is_dir, sets):
             continue
         if is_dir:
-            child = _load(entry.path, rel)
-            yield from _walk(entry.path, rel, [*sets, child] if child else sets, prefix[1:])
+            child = None if include_ignored else _load(entry.path, rel)
+            sub = [*sets, child] if child else sets
+            yield from _walk(entry.path, rel, sub, prefix[1:], skipped, include_ignored)
         elif not prefix or len(prefix) == 0:
             yield rel, entry.path

@@ -12,16 +12,19 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
-from mermaid_cli.tools.gitignore import translate, walk_files
+from mermaid_cli.tools.call_options import uncapped
+from mermaid_cli.tools.gitignore import skipped_dirs, translate, walk_files
 
 MAX_PATHS = 200
 MAX_HITS = 200
 #: hits gathered before sorting and capping; past this the search stops early
 COLLECT_LIMIT = 5000
+#: with the `scratchpad` parameter the output is not capped; this only bounds memory
+UNCAPPED_LIMIT = 1_000_000
 MAX_LINE_SHOWN = 500
 #: files larger than this are skipped by the Python walker
 MAX_GREP_FILE = 64 * 1024 * 1024
@@ -62,11 +65,17 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 class GlobArgs(ToolArgs):
+    model_config = ConfigDict(**{**ToolArgs.model_config, "populate_by_name": True})  # include_ignored too
     pattern: str = Field(
         description="Glob, e.g. '**/*.py' or 'src/*.ts'; without '/' matches names at any depth."
     )
     limit: int | None = Field(
         default=None, ge=1, le=MAX_PATHS, description=f"Max paths (default {MAX_PATHS})."
+    )
+    include_ignored: bool = Field(
+        default=False,
+        alias="includeIgnored",
+        description="Also files .gitignore excludes, and node_modules (.git only when the pattern names it).",
     )
 
 
@@ -84,11 +93,11 @@ class Glob(Tool):
             regex = glob_regex(pattern)
         except re.error as exc:
             return ToolResult.error(f"bad glob {args.pattern!r}: {exc}")
-        limit = args.limit or MAX_PATHS
+        limit = args.limit or (UNCAPPED_LIMIT if uncapped() else MAX_PATHS)
         root = os.path.realpath(ctx.project_root)
         found: list[str] = []
         more = False
-        for rel, _abs in walk_files(root, prefix):
+        for rel, _abs in walk_files(root, prefix, include_ignored=args.include_ignored):
             if regex.match(rel):
                 if len(found) >= limit:
                     more = True
@@ -100,7 +109,7 @@ class Glob(Tool):
         if more:
             text += f"\n[capped at {limit} paths; narrow the pattern]"
         return ToolResult(
-            content=cap_text(text),
+            content=text if uncapped() else cap_text(text),
             summary=f"{len(found)}{'+' if more else ''} files",
             metadata={"capped": more},
         )
@@ -110,9 +119,19 @@ class Glob(Tool):
 
 
 class GrepArgs(ToolArgs):
+    model_config = ConfigDict(**{**ToolArgs.model_config, "populate_by_name": True})  # include_ignored too
     pattern: str = Field(description="Regular expression to search file contents for.")
     include: str | None = Field(default=None, description="Only files matching this glob, e.g. '*.py'.")
     ignore_case: bool = Field(default=False, description="Case-insensitive.")
+    include_ignored: bool = Field(
+        default=False,
+        alias="includeIgnored",
+        description="Also files .gitignore excludes, and node_modules (.git only when include names it).",
+    )
+
+
+def collect_limit() -> int:
+    return UNCAPPED_LIMIT if uncapped() else COLLECT_LIMIT
 
 
 @dataclass(frozen=True)
@@ -124,8 +143,9 @@ class Hit:
 
 def format_hits(hits: list[Hit], stopped_early: bool) -> tuple[str, bool]:
     hits = sorted(hits, key=lambda h: (h.path, h.line))
-    capped = stopped_early or len(hits) > MAX_HITS
-    shown = hits[:MAX_HITS]
+    most = UNCAPPED_LIMIT if uncapped() else MAX_HITS
+    capped = stopped_early or len(hits) > most
+    shown = hits[:most]
     lines = []
     for h in shown:
         text = h.text.rstrip("\r\n")
@@ -134,11 +154,13 @@ def format_hits(hits: list[Hit], stopped_early: bool) -> tuple[str, bool]:
         lines.append(f"{h.path}:{h.line}: {text}")
     out = "\n".join(lines)
     if capped:
-        out += f"\n[capped at {MAX_HITS} matches; narrow the pattern or use include]"
+        out += f"\n[capped at {most} matches; narrow the pattern or use include]"
     return out, capped
 
 
-def python_grep(root: str, pattern: str, include: str | None, ignore_case: bool) -> tuple[list[Hit], bool]:
+def python_grep(
+    root: str, pattern: str, include: str | None, ignore_case: bool, include_ignored: bool = False
+) -> tuple[list[Hit], bool]:
     flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
     regex = re.compile(pattern, flags)
     prefix: list[str] = []
@@ -147,7 +169,7 @@ def python_grep(root: str, pattern: str, include: str | None, ignore_case: bool)
         prefix, norm = _split_literal_prefix(include)
         inc = glob_regex(norm)
     hits: list[Hit] = []
-    for rel, path in walk_files(root, prefix):
+    for rel, path in walk_files(root, prefix, include_ignored=include_ignored):
         if inc is not None and not inc.match(rel):
             continue
         try:
@@ -170,7 +192,7 @@ def python_grep(root: str, pattern: str, include: str | None, ignore_case: bool)
         for number, line in enumerate(lines, start=1):
             if regex.search(line):
                 hits.append(Hit(rel, number, line))
-                if len(hits) >= COLLECT_LIMIT:
+                if len(hits) >= collect_limit():
                     return hits, True
     return hits, False
 
@@ -189,18 +211,21 @@ RG_FLAGS = [
     "--no-ignore-dot",
     "--no-ignore-parent",
     "--no-config",
-    "--glob",
-    "!.git",
 ]
 
 
 async def rg_grep(
-    rg: str, root: str, pattern: str, include: str | None, ignore_case: bool
+    rg: str, root: str, pattern: str, include: str | None, ignore_case: bool, include_ignored: bool = False
 ) -> tuple[list[Hit], bool] | str:
     """Hits from ripgrep, or an error message."""
     cmd = [rg, *RG_FLAGS]
     if ignore_case:
         cmd.append("--ignore-case")
+    if include_ignored:
+        cmd.append("--no-ignore")  # .gitignore and the other ignore files
+    prefix = _split_literal_prefix(include)[0] if include else []
+    for name in sorted(skipped_dirs(include_ignored, prefix)):
+        cmd += ["--glob", f"!{name}"]  # as the Python walker: .git, node_modules unless asked
     # `include` is filtered here rather than passed as `rg --glob`: rg's globs override
     # .gitignore, which would make the two backends disagree.
     inc = glob_regex(_split_literal_prefix(include)[1]) if include else None
@@ -232,7 +257,7 @@ async def rg_grep(
             if inc is not None and not inc.match(path):
                 continue
             hits.append(Hit(path, number, text_b.decode("utf-8", errors="replace").rstrip("\n")))
-            if len(hits) >= COLLECT_LIMIT:
+            if len(hits) >= collect_limit():
                 stopped = True
                 break
     finally:
@@ -264,7 +289,7 @@ class Grep(Tool):
         rg = None if ctx.grep_backend == "python" else shutil.which("rg")
         got: tuple[list[Hit], bool] | None = None
         if rg:
-            answer = await rg_grep(rg, root, args.pattern, include, args.ignore_case)
+            answer = await rg_grep(rg, root, args.pattern, include, args.ignore_case, args.include_ignored)
             if isinstance(answer, str):
                 # e.g. a look-around rg's regex engine lacks: Python's walker can still answer
                 rg = None
@@ -274,15 +299,15 @@ class Grep(Tool):
             hits, stopped = got
         else:
             hits, stopped = await asyncio.to_thread(
-                python_grep, root, args.pattern, include, args.ignore_case
+                python_grep, root, args.pattern, include, args.ignore_case, args.include_ignored
             )
         if not hits:
             return ToolResult(content=f"no matches for {args.pattern}", summary="0 matches")
         text, capped = format_hits(hits, stopped)
         files = len({h.path for h in hits})
-        count = f"{min(len(hits), MAX_HITS)}{'+' if capped else ''}"
+        count = f"{min(len(hits), UNCAPPED_LIMIT if uncapped() else MAX_HITS)}{'+' if capped else ''}"
         return ToolResult(
-            content=cap_text(text),
+            content=text if uncapped() else cap_text(text),
             summary=f"{count} matches in {files}{'+' if stopped else ''} files",
             metadata={"capped": capped, "backend": "rg" if rg else "python"},
         )

@@ -28,6 +28,7 @@ from mermaid_cli.config.sections.exec import ExecSection
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.security.childenv import scrubbed_env
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
+from mermaid_cli.tools.call_options import uncapped
 from mermaid_cli.tools.proctree import Child
 from mermaid_cli.tools.termtext import clean_bytes, clean_line, decode
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from mermaid_cli.security.sandbox import PreparedSandbox
 
 MAX_OUTPUT_BYTES = 256 * 1024
+#: with the `scratchpad` parameter (`tools.call_options`); a bound on memory only
+SCRATCHPAD_OUTPUT_BYTES = 64 * 1024 * 1024
 # After the main process exits, how long a descendant may keep the pipes open.
 PIPE_GRACE_SECS = 1.0
 KILL_GRACE_SECS = 2.0
@@ -328,7 +331,14 @@ class ExecuteCommand(Tool):
 
         try:
             outcome = await run_command(
-                args.command, cwd=cwd, env=env, timeout=timeout, on_line=ctx.progress, sandbox=ctx.sandbox
+                args.command,
+                cwd=cwd,
+                env=env,
+                timeout=timeout,
+                on_line=ctx.progress,
+                sandbox=ctx.sandbox,
+                # into a scratchpad entry (an image as base64, a PDF's text): the whole output
+                max_output=SCRATCHPAD_OUTPUT_BYTES if uncapped() else MAX_OUTPUT_BYTES,
             )
         except OSError as exc:  # bash missing, cwd vanished, fork failed
             return ToolResult.error(f"could not start the command: {exc}")

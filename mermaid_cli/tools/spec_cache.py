@@ -24,7 +24,7 @@ SOURCE_DIRS = ("tools", "integrations/web", "config/sections")
 SEARCH_KEYS = ("BRAVE_API_KEY", "TAVILY_API_KEY")
 
 
-def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> str:
+def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False) -> str:
     from mermaid_cli import __version__
 
     files = []
@@ -38,7 +38,9 @@ def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool) 
         "network": settings.safety.network,
         "memory": settings.memory.enabled,
         "interactive": interactive,
+        "vision": vision,
         "web": settings.web.model_dump(mode="json"),
+        "tools": settings.tools.model_dump(mode="json"),
         "search_keys": [k for k in SEARCH_KEYS if env.get(k, "").strip()],
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
@@ -67,9 +69,14 @@ class CachedRegistry(ToolRegistry):
     """Offers the cached specs until a tool is needed, then loads the real tools."""
 
     def __init__(
-        self, specs: list[ToolSpec], absent: dict[str, str], loader: Callable[[], ToolRegistry]
+        self,
+        specs: list[ToolSpec],
+        absent: dict[str, str],
+        loader: Callable[[], ToolRegistry],
+        tool_filter: object = None,
     ) -> None:
         super().__init__([], absent)
+        self.filter = tool_filter  # MCP tools that join before the real tools load pass it too
         self._cached = specs
         self._cached_names = {s.name for s in specs}
         self._loader: Callable[[], ToolRegistry] | None = loader
@@ -77,7 +84,7 @@ class CachedRegistry(ToolRegistry):
     def _load(self) -> None:
         if self._loader is not None:
             real, self._loader = self._loader(), None
-            self._tools, self.absent = real._tools, real.absent
+            self._tools, self.absent, self.filter = real._tools, real.absent, real.filter
 
     @property
     def loaded(self) -> bool:
@@ -94,9 +101,9 @@ class CachedRegistry(ToolRegistry):
     def specs(self) -> list[ToolSpec]:
         if self.loaded:
             return super().specs()
-        extra = [
-            t.spec() for src in self.dynamic for t in src.current_tools() if t.name not in self._cached_names
-        ]
+        from mermaid_cli.tools.call_options import advertise
+
+        extra = [advertise(t.spec()) for t in self._dynamic_tools() if t.name not in self._cached_names]
         return [*self._cached, *extra]
 
     def names(self) -> list[str]:

@@ -3,8 +3,9 @@
 The store lives in `ctx.tasks`; the session saves it with `to_json()` and `--resume`
 restores it with `TaskStore.from_json()`. Every change emits a `tasks_updated` event as a plain dict
 (the loop converts it to `events.TasksUpdated`). Questionable shapes (two tasks in progress, a
-blocked task with no note) get soft notes in the result, never rejections: the checklist is the
-model's own plan, and refusing an update would only make it stop keeping one.
+blocked task with no note, nothing in progress while tasks are pending) get soft notes in the
+result, never rejections: the checklist is the model's own plan, and refusing an update would only
+make it stop keeping one.
 """
 
 from __future__ import annotations
@@ -131,6 +132,12 @@ class TaskStore:
             notes.append(
                 f"Note: {len(running)} tasks are in progress ({ids}); keep one in progress at a time "
                 "and mark the others pending or completed."
+            )
+        waiting = [t.id for t in self.tasks if t.status == "pending"]
+        if not running and waiting:
+            notes.append(
+                f"Note: nothing is in progress while {len(waiting)} task(s) remain pending; mark the one "
+                f"you work on next (#{waiting[0]}?) in_progress."
             )
         for t in self.tasks:
             if t.status == "blocked" and not t.note:

@@ -14,8 +14,10 @@ from mermaid_cli.integrations.web.report import untrusted_block, web_details
 from mermaid_cli.integrations.web.snapshots import Snapshot, SnapshotStore, page, search
 from mermaid_cli.integrations.web.trust import web_settings_of
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
+from mermaid_cli.tools.call_options import uncapped
 
 # Room kept for the header, the untrusted-block wrapper and the continuation note.
+UNCAPPED_BYTES = 256 * 1024 * 1024
 _OVERHEAD = 1_000
 
 
@@ -153,6 +155,8 @@ def _view(
     charset: str | None = None,
 ) -> ToolResult:
     budget = max(1_000, web.max_output_bytes - _OVERHEAD - 2 * len(snap.url.encode("utf-8")))
+    if uncapped():  # the output goes to the scratchpad: the whole page (the download cap still holds)
+        budget = UNCAPPED_BYTES
     http_error = status is not None and status >= 400
     head = f"{snap.id}: {snap.url}"
     facts = [f"HTTP {status}"] if status is not None else []

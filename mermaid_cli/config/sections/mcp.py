@@ -52,6 +52,9 @@ class McpServerSettings(Section):
     defer: bool | None = Field(
         default=None, description="Defer this server's tools (default: mcp_defer_tools)."
     )
+    eager_load_tools: list[str] = Field(
+        default_factory=list, description="Raw tool names offered from the first turn even when deferred."
+    )
     startup_timeout_secs: float = Field(default=30, gt=0, description="Seconds the server may take to start.")
     enabled: bool = Field(default=True, description="Start this server.")
     oauth: McpOAuthSettings | None = Field(default=None, description="Remote sign-in settings.")

@@ -1,5 +1,6 @@
 """The MCP tool catalog of a run: server tools as Mermaid tools, which of them are advertised
-each turn, deferred tools and their promotion through `tool_search`, and the resource tools.
+each turn, deferred tools and their promotion through `tool_search` or `load_tool`, and the
+resource tools.
 
 The catalog holds no connection: it asks `ready(server)` whether a server can take calls now, so
 a server that fails mid-run leaves the tool list on the next turn.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from mermaid_cli.integrations.mcp.deferred import DeferredCallNotes, LoadTool
 from mermaid_cli.integrations.mcp.server import ServerHandle
 from mermaid_cli.integrations.mcp.tools import (
     ListMcpResources,
@@ -34,6 +36,8 @@ class ToolCatalog:
         self._adapters: dict[str, McpToolAdapter] = {}
         self._promoted: set[str] = set()
         self._tool_search = ToolSearch(backend)
+        self._load_tool = LoadTool(self)
+        self._notes = DeferredCallNotes(self._promoted)
         self._list_resources = ListMcpResources(backend)
         self._read_resource = ReadMcpResource(backend)
         self._backend = backend
@@ -44,8 +48,10 @@ class ToolCatalog:
         for srv in servers:
             if srv.state != "ready":
                 continue
-            deferred = srv.settings.defer if srv.settings.defer is not None else defer_default
+            deferred_server = srv.settings.defer if srv.settings.defer is not None else defer_default
             for raw in srv.raw_tools:
+                # `eager_load_tools`: their schemas ship from the first turn
+                deferred = deferred_server and raw.name not in srv.settings.eager_load_tools
                 if not srv.settings.tool_allowed(raw.name):
                     continue
                 name = tool_name(srv.name, raw.name, taken)
@@ -61,6 +67,7 @@ class ToolCatalog:
                     read_only_hint=bool(getattr(annotations, "read_only_hint", False)),
                     deferred=deferred,
                 )
+                self._adapters[name].after_call = self._notes.after_call
 
     def current_tools(self) -> list[Tool]:
         """The tools to advertise this turn: direct tools, promoted deferred tools, `tool_search`
@@ -75,7 +82,17 @@ class ToolCatalog:
                 continue
             tools.append(adapter)
         if has_deferred:
-            tools.append(self._tool_search)
+            tools.extend([self._tool_search, self._load_tool])
+        if self._has_resources():
+            tools.extend([self._list_resources, self._read_resource])
+        return tools
+
+    def all_tools(self) -> list[Tool]:
+        """Every tool of every ready server, deferred or not, and the meta-tools they make
+        available (`mermaid tools list`)."""
+        tools: list[Tool] = [a for a in self._adapters.values() if self._ready(a.server)]
+        if any(a.deferred for a in tools if isinstance(a, McpToolAdapter)):
+            tools.extend([self._tool_search, self._load_tool])
         if self._has_resources():
             tools.extend([self._list_resources, self._read_resource])
         return tools
@@ -84,8 +101,8 @@ class ToolCatalog:
         """Any MCP tool by its full name, deferred ones included (a direct call still works)."""
         if name in self._adapters:
             return self._adapters[name]
-        if name == ToolSearch.name and any(a.deferred for a in self._adapters.values()):
-            return self._tool_search
+        if name in (ToolSearch.name, LoadTool.name) and any(a.deferred for a in self._adapters.values()):
+            return self._tool_search if name == ToolSearch.name else self._load_tool
         if name in (ListMcpResources.name, ReadMcpResource.name) and self._has_resources():
             return self._list_resources if name == ListMcpResources.name else self._read_resource
         return None
@@ -93,6 +110,14 @@ class ToolCatalog:
     @property
     def promoted(self) -> frozenset[str]:
         return frozenset(self._promoted)
+
+    def load_deferred(self, names: list[str]) -> tuple[list[McpToolAdapter], list[str]]:
+        """(the tools named, now offered from the next turn on; the names that are no tool)."""
+        found = [
+            self._adapters[n] for n in names if n in self._adapters and self._ready(self._adapters[n].server)
+        ]
+        self._promoted.update(a.name for a in found if a.deferred)
+        return found, [n for n in names if n not in {a.name for a in found}]
 
     def search_deferred(self, query: str, limit: int) -> list[McpToolAdapter]:
         """The best-scoring deferred tools for `query`; found tools are advertised from now on."""

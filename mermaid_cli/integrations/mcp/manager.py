@@ -151,6 +151,10 @@ class McpManager:
         """The tools to advertise this turn (see `ToolCatalog.current_tools`)."""
         return self._catalog.current_tools()
 
+    def all_tools(self) -> list[Tool]:
+        """Every tool of the ready servers, deferred ones included (`ToolCatalog.all_tools`)."""
+        return self._catalog.all_tools()
+
     def lookup(self, name: str) -> Tool | None:
         """Any MCP tool by its full name, deferred ones included (a direct call still works)."""
         return self._catalog.lookup(name)

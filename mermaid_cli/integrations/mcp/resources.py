@@ -3,6 +3,7 @@ behind `read_mcp_resource`, each call bounded by the run's MCP tool timeout."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,24 +20,26 @@ def not_available(server: str, available: Sequence[ServerHandle]) -> ToolResult:
 async def list_resources_text(
     available: Sequence[ServerHandle], server: str | None, timeout: float
 ) -> ToolResult:
-    """One line per resource and template of the ready servers (or of `server` only)."""
+    """A JSON list with one object per resource (`server`, `uri`, `name`, `description`,
+    `mimeType`) and per template (`uriTemplate` instead of `uri`) of the ready servers (or of
+    `server` only); a server that fails is `{"server", "error"}`."""
     servers = list(available)
     if server is not None:
         servers = [s for s in servers if s.name == server]
         if not servers:
             return not_available(server, available)
-    lines: list[str] = []
+    entries: list[dict[str, Any]] = []
     count = 0
     for srv in servers:
         try:
             resources, templates = await _list_server(srv, timeout)
-        except Exception as exc:  # noqa: BLE001 - one server's failure is a line for the model
-            lines.append(f"[{srv.name}] error: {leaf_message(exc)}")
+        except Exception as exc:  # noqa: BLE001 - one server's failure is an entry for the model
+            entries.append({"server": srv.name, "error": leaf_message(exc)})
             continue
         count += len(resources)
-        lines.extend(_resource_line(srv.name, r) for r in resources)
-        lines.extend(f"server={srv.name} | template={t.uri_template} | name={t.name}" for t in templates)
-    text = "\n".join(lines) if lines else "No resources."
+        entries.extend(_resource_entry(srv.name, r) for r in resources)
+        entries.extend(_template_entry(srv.name, t) for t in templates)
+    text = json.dumps(entries, indent=1, ensure_ascii=False)
     return ToolResult(content=cap_resource_text(text), summary=f"{count} resource(s)")
 
 
@@ -52,13 +55,24 @@ async def _list_server(srv: ServerHandle, timeout: float) -> tuple[list[Any], li
     return resources, templates
 
 
-def _resource_line(server: str, resource: Any) -> str:
-    bits = [f"server={server}", f"uri={resource.uri}", f"name={resource.name}"]
-    if resource.mime_type:
-        bits.append(f"mime={resource.mime_type}")
-    if resource.description:
-        bits.append(f"description={resource.description}")
-    return " | ".join(bits)
+def _resource_entry(server: str, resource: Any) -> dict[str, Any]:
+    return {
+        "server": server,
+        "uri": str(resource.uri),
+        "name": resource.name,
+        "description": resource.description,
+        "mimeType": resource.mime_type,
+    }
+
+
+def _template_entry(server: str, template: Any) -> dict[str, Any]:
+    return {
+        "server": server,
+        "uriTemplate": str(template.uri_template),
+        "name": template.name,
+        "description": getattr(template, "description", None),
+        "mimeType": getattr(template, "mime_type", None),
+    }
 
 
 async def read_resource(srv: ServerHandle, uri: str, timeout: float) -> ToolResult:

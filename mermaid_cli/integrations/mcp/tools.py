@@ -11,6 +11,7 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 from pydantic import ConfigDict, Field
@@ -282,13 +283,16 @@ class McpToolAdapter(Tool):
         #: the server's `annotations.readOnlyHint`: untrusted, it can only keep a read a read
         self.read_only_hint = read_only_hint
         self.deferred = deferred
+        #: set by the catalog: the note a deferred tool called unloaded gets (`deferred.py`)
+        self.after_call: Callable[[McpToolAdapter, dict[str, Any], ToolResult], ToolResult] | None = None
 
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, input_schema=self.input_schema)
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         arguments = args.model_dump() if hasattr(args, "model_dump") else dict(args or {})
-        return await self.backend.call_tool(self.server, self.raw_name, arguments)
+        result = await self.backend.call_tool(self.server, self.raw_name, arguments)
+        return self.after_call(self, arguments, result) if self.after_call is not None else result
 
 
 class ToolSearchArgs(ToolArgs):
