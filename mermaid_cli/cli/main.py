@@ -132,6 +132,7 @@ def _run_options(func: Any) -> Any:
             help="Let web, MCP and subagent calls through a headless ask.",
         ),
         click.option("--no-interactive", is_flag=True, help="Never prompt, even at a TTY."),
+        click.option("--plain", is_flag=True, help="Plain progress lines on stderr, even at a terminal."),
         click.option(
             "--no-network",
             is_flag=True,

@@ -145,6 +145,7 @@ def policy_gate(
     user_request: Callable[[], str],
     untrusted_content: Callable[[], bool],
     on_usage: Callable[[Usage], None],
+    approver: Callable[[str, str, str], Any] | None = None,  # the terminal view's; else the plain one
 ) -> PolicyGate:
     """The gate every tool call of the run passes (DESIGN.md §4)."""
     from mermaid_cli.policy.gate import PolicyGate, tty_approver
@@ -159,7 +160,7 @@ def policy_gate(
         user_request=user_request,
         hooks=list(settings.hooks.before_tool_use),
         redact=redact,
-        approver=tty_approver if interactive else None,
+        approver=(approver or tty_approver) if interactive else None,
         untrusted_content=untrusted_content,
         on_usage=on_usage,
         note=note,

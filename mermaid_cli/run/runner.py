@@ -65,6 +65,7 @@ class ExecOptions:
     policy: str | None = None
     allow_untrusted_tools: bool = False
     no_interactive: bool = False
+    plain: bool = False  # --plain: plain stderr lines even at a terminal (docs/terminal.md)
     reasoning: str | None = None
     quiet: bool = False
     masks: list[str] = field(default_factory=list)
@@ -180,7 +181,7 @@ class Run:
         self.opts = opts
         self.io = io
         fmt = opts.output_format
-        self.out = Output(fmt, io, opts.quiet)
+        self.out = Output(fmt, io, opts.quiet, plain=opts.plain or opts.no_interactive)
         self.t0 = io.monotonic()
         self.session_id = ""
         self.model_id = opts.model or ""
@@ -412,7 +413,7 @@ class Run:
         if not opts.quiet:
             from mermaid_cli.run.heartbeat import HeartbeatProvider, interval_from
 
-            provider = HeartbeatProvider(provider, self.out.note, interval=interval_from(io.env))
+            provider = HeartbeatProvider(provider, self.out.heartbeat, interval=interval_from(io.env))
         self.model_id = provider.model_id
         if settings.run.max_cost is not None and price is None:
             raise UsageError(
@@ -743,6 +744,7 @@ class Run:
             note=self.out.note,
             redact=self.redact,
             interactive=self.interactive,
+            approver=self.out.approver,
             user_request=lambda: self.prompt,
             untrusted_content=lambda: bool(self.agent and self.agent.stats.untrusted_content),
             on_usage=lambda usage: self.agent.account(usage) if self.agent else None,

@@ -1,0 +1,63 @@
+"""One answer to an approval prompt, read from the terminal: `1` yes, `2` yes and don't ask again
+(this session), `3`, `n` or Esc no. Other keys are ignored (a stray Enter from the last prompt
+answers nothing). End of input, a hung-up terminal or a cancelled run answer no.
+
+The read polls, so a run that is cancelled (Ctrl-C, timeout) or whose terminal hangs up while a
+prompt waits does not leave a thread blocked on stdin."""
+
+from __future__ import annotations
+
+import os
+import select
+from collections.abc import Callable
+from typing import TextIO
+
+ANSWERS = {"1": "once", "2": "always", "3": "no", "n": "no", "N": "no", "\x1b": "no", "\x04": "no"}
+POLL_SECS = 0.2
+
+
+def read_answer(stdin: TextIO | None, stop: Callable[[], bool]) -> str:
+    """Block until the person answers or `stop()` turns true ("no")."""
+    if stdin is None:
+        return "no"
+    try:
+        fd = stdin.fileno()
+    except (OSError, ValueError, AttributeError):
+        return _read_line(stdin)
+    try:
+        import termios
+        import tty
+
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError):  # not a terminal (or not POSIX): a line, as before
+        return _read_line(stdin)
+    try:
+        tty.setcbreak(fd)  # one key at a time; Ctrl-C still raises SIGINT
+        termios.tcflush(fd, termios.TCIFLUSH)  # a key typed before the prompt answers nothing
+        while not stop():
+            ready, _, _ = select.select([fd], [], [], POLL_SECS)
+            if not ready:
+                continue
+            try:
+                data = os.read(fd, 32)
+            except OSError:  # the terminal went away
+                return "no"
+            if not data:
+                return "no"
+            key = data.decode("utf-8", "replace")[:1]
+            if key in ANSWERS:
+                return ANSWERS[key]
+        return "no"
+    finally:
+        try:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        except (OSError, termios.error):
+            pass
+
+
+def _read_line(stdin: TextIO) -> str:
+    try:
+        line = stdin.readline()
+    except (OSError, ValueError):
+        return "no"
+    return ANSWERS.get(line.strip()[:1], "no")

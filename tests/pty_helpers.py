@@ -1,0 +1,106 @@
+"""Run the real `mermaid` binary with stdin and stderr on a pseudo-terminal (stdout to a file), as a
+person's terminal would: the child's controlling terminal is the pty, so closing it hangs up."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+class PtyRun:
+    def __init__(
+        self, args: list[str], cwd: Path, env: dict[str, str], stdout: Path, *, cols: int = 100, rows: int = 30
+    ) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.stdout_path = stdout
+        full_env = {**os.environ, "TERM": "xterm-256color", **env}
+        full_env.pop("COLUMNS", None)
+        full_env.pop("LINES", None)
+        full_env.pop("NO_COLOR", None)
+        with open(stdout, "wb") as out:
+
+            def controlling_tty() -> None:
+                os.setsid()
+                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "mermaid_cli", *args],
+                cwd=cwd,
+                stdin=slave,
+                stdout=out,
+                stderr=slave,
+                env=full_env,
+                preexec_fn=controlling_tty,
+            )
+        os.close(slave)
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self._buf += data
+
+    @property
+    def raw(self) -> str:
+        with self._lock:
+            return self._buf.decode("utf-8", "replace")
+
+    @property
+    def text(self) -> str:
+        """What reached the terminal, escapes stripped."""
+        return ANSI.sub("", self.raw).replace("\r", "")
+
+    def wait_for(self, needle: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.text:
+            if time.monotonic() > deadline or (self.proc.poll() is not None and needle not in self.text):
+                time.sleep(0.2)
+                if needle in self.text:
+                    return
+                raise AssertionError(f"{needle!r} never appeared on the terminal:\n{self.text}")
+            time.sleep(0.05)
+
+    def send(self, keys: bytes) -> None:
+        os.write(self.master, keys)
+
+    def wait(self, timeout: float = 60) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return code
+
+    def hang_up(self) -> None:
+        """Close the terminal, as closing its window does (the kernel sends SIGHUP)."""
+        os.close(self.master)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.close(self.master)
+        except OSError:
+            pass
+
+    @property
+    def stdout(self) -> bytes:
+        return self.stdout_path.read_bytes()
