@@ -19,8 +19,16 @@ ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@
 
 class PtyRun:
     def __init__(
-        self, args: list[str], cwd: Path, env: dict[str, str], stdout: Path, *, cols: int = 100, rows: int = 30
+        self,
+        args: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        stdout: Path | None,
+        *,
+        cols: int = 100,
+        rows: int = 30,
     ) -> None:
+        """`stdout` None puts stdout on the terminal too."""
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self.stdout_path = stdout
@@ -28,7 +36,7 @@ class PtyRun:
         full_env.pop("COLUMNS", None)
         full_env.pop("LINES", None)
         full_env.pop("NO_COLOR", None)
-        with open(stdout, "wb") as out:
+        with open(stdout or os.devnull, "wb") as out:
 
             def controlling_tty() -> None:
                 os.setsid()
@@ -38,7 +46,7 @@ class PtyRun:
                 [sys.executable, "-m", "mermaid_cli", *args],
                 cwd=cwd,
                 stdin=slave,
-                stdout=out,
+                stdout=out if stdout is not None else slave,
                 stderr=slave,
                 env=full_env,
                 preexec_fn=controlling_tty,
@@ -103,4 +111,5 @@ class PtyRun:
 
     @property
     def stdout(self) -> bytes:
+        assert self.stdout_path is not None
         return self.stdout_path.read_bytes()

@@ -190,17 +190,26 @@ def summary_table(result: ev.Result, marks: Marks) -> Table:
     table.add_row(
         "tokens", f"{result.total_tokens:,} ({usage.input_tokens:,} in, {usage.output_tokens:,} out)"
     )
-    table.add_row("cost", money(result.cost_usd))
+    table.add_row("cost", money(result.cost_usd, unknown="n/a"))
     table.add_row("duration", seconds(result.duration_ms / 1000))
     calls = f"{result.tool_calls}" + (f" ({result.tool_errors} failed)" if result.tool_errors else "")
     table.add_row("tool calls", calls)
     table.add_row("files changed", _listing(result.files_changed))
     blocked = [f"{b.get('call_id', '')} {b.get('tool', '')}: {b.get('reason', '')}" for b in result.blocked]
     table.add_row("blocked calls", Text(_listing(blocked), style="yellow" if blocked else ""))
-    for error in result.errors[:5]:
-        table.add_row("error", Text(first_line(error), style="red"))
+    reasons = [str(b.get("reason", "")) for b in result.blocked]
+    errors = [e for e in result.errors if not _said(e, reasons)]
+    for error in errors[:5]:
+        line = first_line(error)
+        table.add_row("error", Text(line[:200] + ("…" if len(line) > 200 else ""), style="red"))
     table.add_row("session", result.session_id or "(none)")
     return table
+
+
+def _said(error: str, reasons: list[str]) -> bool:
+    """A blocked call's error (`tool: reason`, maybe cut) repeats what the blocked row says."""
+    tail = error.split(": ", 1)[-1].strip()
+    return any(r and (r in error or (tail and r.startswith(tail))) for r in reasons)
 
 
 def _listing(items: list[str], limit: int = 10) -> str:
@@ -240,5 +249,5 @@ def seconds(secs: float) -> str:
     return f"{int(secs // 60)}m {int(secs % 60):02d}s"
 
 
-def money(cost: float | None) -> str:
-    return "cost n/a" if cost is None else f"${cost:.4f}"
+def money(cost: float | None, unknown: str = "cost n/a") -> str:
+    return unknown if cost is None else f"${cost:.4f}"

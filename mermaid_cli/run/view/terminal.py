@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -208,7 +209,9 @@ class TerminalView:
         self._phase("done", now)
         self._stop_live()
         self._flush_held()
-        self.print(Text(self.marks.dot + " ") + render.status_text(self.state, now, self.marks))
+        closing = Text(self.marks.dot + " ", no_wrap=True, overflow="ellipsis")
+        closing.append_text(render.status_text(self.state, now, self.marks))
+        self.print(closing)
         self.print(render.summary_table(self._clean_result(result), self.marks))
 
     def _clean_result(self, result: ev.Result) -> ev.Result:
@@ -278,8 +281,11 @@ class TerminalView:
                 self._start_live()
 
     def clean(self, text: str) -> str:
-        """Redacted, with terminal escapes and control characters gone."""
-        return clean_text(self.redact(text))
+        """Redacted, with terminal escapes and control characters gone, and paths inside the
+        project shown relative to it (an outside path stays absolute: that is the news)."""
+        text = clean_text(self.redact(text))
+        prefix = str(self.root).rstrip(os.sep) + os.sep
+        return text.replace(prefix, "") if len(prefix) > 1 else text
 
     def print(self, renderable: RenderableType) -> None:
         if self.hung_up:
@@ -287,7 +293,11 @@ class TerminalView:
         if self._prompting:
             self._held.append(renderable)
             return
-        self.console.print(renderable)
+        if isinstance(renderable, Text) and renderable.no_wrap:
+            # print() joins Text into a new one and loses its own no_wrap: say it again
+            self.console.print(renderable, no_wrap=True, overflow=renderable.overflow or "ellipsis")
+        else:
+            self.console.print(renderable)
 
     # -- the live status line --------------------------------------------------------------------
     def _phase(self, phase: str, now: float) -> None:
