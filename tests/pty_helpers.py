@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import select
 import struct
 import subprocess
 import sys
@@ -27,15 +28,14 @@ class PtyRun:
         *,
         cols: int = 100,
         rows: int = 30,
+        argv: list[str] | None = None,
     ) -> None:
-        """`stdout` None puts stdout on the terminal too."""
+        """`stdout` None puts stdout on the terminal too; `argv` replaces `python -m mermaid_cli ARGS`."""
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self.stdout_path = stdout
-        full_env = {**os.environ, "TERM": "xterm-256color", **env}
-        full_env.pop("COLUMNS", None)
-        full_env.pop("LINES", None)
-        full_env.pop("NO_COLOR", None)
+        full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+        full_env = {**full_env, "TERM": "xterm-256color", **env}
         with open(stdout or os.devnull, "wb") as out:
 
             def controlling_tty() -> None:
@@ -43,7 +43,7 @@ class PtyRun:
                 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mermaid_cli", *args],
+                argv or [sys.executable, "-m", "mermaid_cli", *args],
                 cwd=cwd,
                 stdin=slave,
                 stdout=out if stdout is not None else slave,
@@ -54,11 +54,15 @@ class PtyRun:
         os.close(slave)
         self._buf = bytearray()
         self._lock = threading.Lock()
+        self._stop = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
-        while True:
+        # polls: a thread blocked in read() would keep the master open past hang_up()
+        while not self._stop.is_set():
+            if not select.select([self.master], [], [], 0.05)[0]:
+                continue
             try:
                 data = os.read(self.master, 4096)
             except OSError:
@@ -98,16 +102,20 @@ class PtyRun:
 
     def hang_up(self) -> None:
         """Close the terminal, as closing its window does (the kernel sends SIGHUP)."""
+        self._stop.set()
+        self._reader.join(timeout=5)
         os.close(self.master)
+        self.master = -1
 
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        try:
+        self._stop.set()
+        self._reader.join(timeout=5)
+        if self.master >= 0:
             os.close(self.master)
-        except OSError:
-            pass
+            self.master = -1
 
     @property
     def stdout(self) -> bytes:

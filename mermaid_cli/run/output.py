@@ -221,9 +221,8 @@ def _terminal_view(out: Output, io: Any) -> TerminalView:
     from mermaid_cli.run.view.terminal import TerminalView, terminal_console
 
     console, stream = terminal_console(io.stderr, io.env)
-    return TerminalView(
-        console, redact=lambda text: out.redact(text), stdin=io.stdin, stream=stream, monotonic=io.monotonic
-    )
+    # the wall clock, not the run's injected one: what the view reads must not shift the run's
+    return TerminalView(console, redact=lambda text: out.redact(text), stdin=io.stdin, stream=stream)
 
 
 def _brief(arguments: dict[str, Any] | None) -> str:
