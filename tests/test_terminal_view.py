@@ -270,3 +270,29 @@ def test_events_parse_back(project):
     events = run_events(project, SCRIPT, "--safety", "full_access")
     again = [ev.parse_event(json.dumps(e.to_dict())) for e in events]
     assert rendered(again) == rendered(events)
+
+
+def test_the_console_follows_columns_and_the_terminal_size():
+    """`COLUMNS` pins the width; without it the width is the terminal's, read again at each
+    render (a resized window re-lays out the next frame)."""
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    from mermaid_cli.run.view.terminal import terminal_console
+
+    pinned, _ = terminal_console(io.StringIO(), {"COLUMNS": "50", "TERM": "xterm"})
+    assert pinned.width == 50
+    master, slave = os.openpty()
+    try:
+        with os.fdopen(os.dup(slave), "w") as tty:
+            console, _ = terminal_console(tty, {"TERM": "xterm"})
+            sizes = []
+            for cols in (120, 45):
+                fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, cols, 0, 0))
+                sizes.append(console.width)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert sizes == [120, 45]

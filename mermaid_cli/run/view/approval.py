@@ -68,7 +68,12 @@ def approval_view(
 ) -> RenderableType:
     """The panel above the choices. Every string passes the view's `clean` (redacted)."""
     clean = view.clean
-    rows: list[RenderableType] = [Text(f"mermaid wants to run {clean(prompt)}", style="bold")]
+    arguments = started.arguments if started is not None else None
+    command = (arguments or {}).get("command")
+    shown = isinstance(command, str) and bool(command)
+    # a command is shown whole below: the title need not repeat it
+    title = f"mermaid wants to run {clean(tool)}" if shown else f"mermaid wants to run {clean(prompt)}"
+    rows: list[RenderableType] = [Text(title, style="bold")]
     facts = Text()
     if pending is not None:
         facts.append("risk ", style="dim")
@@ -77,8 +82,6 @@ def approval_view(
     facts.append("asked by ", style="dim")
     facts.append(clean(reason))
     rows.append(facts)
-    arguments = started.arguments if started is not None else None
-    command = (arguments or {}).get("command")
     if isinstance(command, str) and command:
         rows.append(_command(clean(command), _budget(view)))
     for target in (started.targets or []) if started is not None else []:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleDimensions, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
@@ -72,10 +72,31 @@ class TerminalStream:
         return self._stream.fileno()
 
 
+class TerminalConsole(Console):
+    """A console sized by its own stream's terminal (rich asks stdin first, which may be another
+    terminal or none), read again at each render so a resized window re-lays out the next frame;
+    `COLUMNS` and `LINES` still win."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        try:
+            width, height = os.get_terminal_size(self.file.fileno())
+        except (AttributeError, ValueError, OSError):
+            return super().size
+        columns, lines = self._environ.get("COLUMNS", ""), self._environ.get("LINES", "")
+        width = int(columns) if columns.isdigit() else width
+        height = int(lines) if lines.isdigit() else height
+        return ConsoleDimensions(self._width or width or 80, self._height or height or 25)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
 def terminal_console(stream: TextIO, env: Mapping[str, str]) -> tuple[Console, TerminalStream]:
     """A console on the run's stderr; its width follows the terminal (and `COLUMNS`)."""
     wrapped = TerminalStream(stream)
-    console = Console(
+    console = TerminalConsole(
         file=wrapped,  # type: ignore[arg-type]  # a TextIO in all that rich uses
         force_terminal=True,
         highlight=False,
