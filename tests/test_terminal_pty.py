@@ -200,7 +200,18 @@ def test_rich_is_not_imported_without_a_terminal(users, tmp_path, args):
 def test_rich_is_imported_at_a_terminal(users, tmp_path):
     """The control for the test above: the same probe at a pty loads rich."""
     report = tmp_path / "modules"
-    argv = [sys.executable, "-c", PROBE, str(report), "exec", "--safety", "full_access", "--model", "replay/s.jsonl", "x"]
+    argv = [
+        sys.executable,
+        "-c",
+        PROBE,
+        str(report),
+        "exec",
+        "--safety",
+        "full_access",
+        "--model",
+        "replay/s.jsonl",
+        "x",
+    ]
     run = PtyRun([], users, env(), tmp_path / "stdout", argv=argv)
     try:
         run.wait()
@@ -229,7 +240,9 @@ def test_plain_lines_at_a_terminal_when_asked(users, tmp_path, flag, extra_env):
 
 
 def test_sessions_show_at_a_terminal(users, tmp_path):
-    out = run_mermaid(["exec", "--json", "--safety", "full_access", "--model", "replay/s.jsonl", "fix users"], users)
+    out = run_mermaid(
+        ["exec", "--json", "--safety", "full_access", "--model", "replay/s.jsonl", "fix users"], users
+    )
     session_id = out.events[0]["session_id"]
     rich_run = PtyRun(["sessions", "show", session_id], users, env(), None, cols=80)
     plain_run = PtyRun(["sessions", "show", "--plain", session_id], users, env(), None, cols=80)

@@ -29,7 +29,12 @@ class Clock:
 
 def recording(width: int = 100, height: int = 40) -> Console:
     return Console(
-        file=io.StringIO(), record=True, width=width, height=height, force_terminal=True, color_system="truecolor"
+        file=io.StringIO(),
+        record=True,
+        width=width,
+        height=height,
+        force_terminal=True,
+        color_system="truecolor",
     )
 
 
@@ -45,14 +50,20 @@ def run_events(project: Path, turns: list[dict], *args: str) -> list[ev._Event]:
 
 def users_project(project: Path) -> None:
     (project / "src").mkdir()
-    (project / "src" / "users.py").write_text("def users():\n    return []\n\n\ndef admin():\n    return None\n")
+    (project / "src" / "users.py").write_text(
+        "def users():\n    return []\n\n\ndef admin():\n    return None\n"
+    )
 
 
 SCRIPT = [
     call("read_file", {"path": "src/users.py"}, "c1", text="Let me look at the users module first."),
     call(
         "edit_file",
-        {"path": "src/users.py", "target_content": "    return []\n", "replacement_content": "    # all\n    return list(USERS)\n"},
+        {
+            "path": "src/users.py",
+            "target_content": "    return []\n",
+            "replacement_content": "    # all\n    return list(USERS)\n",
+        },
         "c2",
         text="Now I return the real users.",
     ),
@@ -101,7 +112,9 @@ def test_limit(project, snapshot):
 
 
 def test_status_line(snapshot):
-    state = render.RunState(model="anthropic/claude-sonnet-4-5", started=0.0, turns=2, tokens=12345, cost=0.0123)
+    state = render.RunState(
+        model="anthropic/claude-sonnet-4-5", started=0.0, turns=2, tokens=12345, cost=0.0123
+    )
     state.phase, state.phase_since = "model", 70.0
     state.running["tool#3"] = render.RunningTool("execute_command", "pytest -q", 60.0, "collected 12 items")
     console = recording(100)  # rendered as the live display renders it (not joined by print)
@@ -169,7 +182,9 @@ def test_approval_answers_and_clips_the_diff_to_the_screen(project):
     started = ev.ToolStarted(
         call_id="tool#1", name="write_file", arguments={"path": "big.txt", "content": new}
     )
-    required = ev.ApprovalRequired(call_id="tool#1", tool="write_file", risk="file_mutation", prompt="write_file: big.txt")
+    required = ev.ApprovalRequired(
+        call_id="tool#1", tool="write_file", risk="file_mutation", prompt="write_file: big.txt"
+    )
     for event in (session(project), started, required):
         view.event(event)
     answer = asyncio.run(RichApprover(view)("write_file", "write_file: big.txt", "mode ask"))
@@ -190,10 +205,14 @@ def test_outside_access_and_command(project, snapshot):
         arguments={"path": "../../etc/hosts"},
         targets=[ev.FileTargetInfo(path="/etc/hosts", operation="read")],
     )
-    shell = ev.ToolStarted(call_id="tool#2", name="execute_command", arguments={"command": "rm -rf build\nls"})
+    shell = ev.ToolStarted(
+        call_id="tool#2", name="execute_command", arguments={"command": "rm -rf build\nls"}
+    )
     view.event(session(project))
     for started_event, risk in ((started, "read_outside"), (shell, "shell_mutation")):
-        required = ev.ApprovalRequired(call_id=started_event.call_id, tool=started_event.name, risk=risk, prompt="p")
+        required = ev.ApprovalRequired(
+            call_id=started_event.call_id, tool=started_event.name, risk=risk, prompt="p"
+        )
         view.event(started_event)
         view.event(required)
         pending, found = view.take_pending(required.tool, "p")
@@ -214,7 +233,9 @@ def test_secrets_are_redacted_in_everything_the_view_prints(project):
         name="edit_file",
         arguments={"path": "cfg.py", "target_content": "KEY", "replacement_content": "API_KEY"},
     )
-    required = ev.ApprovalRequired(call_id="tool#1", tool="edit_file", risk="file_mutation", prompt="edit_file: cfg.py")
+    required = ev.ApprovalRequired(
+        call_id="tool#1", tool="edit_file", risk="file_mutation", prompt="edit_file: cfg.py"
+    )
     for event in (session(project), started, required):
         view.event(event)
     assert asyncio.run(view.approver("edit_file", "edit_file: cfg.py", f"asked because {secret}")) == "no"
@@ -236,7 +257,9 @@ def test_control_characters_from_a_tool_never_reach_the_terminal(project):
     view = view_of(console)
     view.event(session(project))
     view.event(ev.ToolStarted(call_id="tool#1", name="x", arguments={"command": "a\x1b]0;pwned\x07b"}))
-    view.event(ev.ToolFinished(call_id="tool#1", name="x", status="error", summary="", error="\x1b[2Jcleared"))
+    view.event(
+        ev.ToolFinished(call_id="tool#1", name="x", status="error", summary="", error="\x1b[2Jcleared")
+    )
     text = console.export_text(styles=False)
     assert "\x1b" not in text and "cleared" in text
 
@@ -254,7 +277,10 @@ def test_transcript(project, snapshot):
                 ToolCallBlock(id="c1", name="read_file", arguments={"path": "src/users.py"}),
             ),
         ),
-        Message(role="user", content=(ToolResultBlock(call_id="c1", content="[red]not markup[/red]", is_error=True),)),
+        Message(
+            role="user",
+            content=(ToolResultBlock(call_id="c1", content="[red]not markup[/red]", is_error=True),),
+        ),
         Message(role="assistant", content=(TextBlock(text="Done."),)),
     ]
     console = recording(60)
