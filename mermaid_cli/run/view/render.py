@@ -113,12 +113,12 @@ def running_lines(state: RunState, now: float, marks: Marks) -> list[Text]:
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"  {marks.running} {call_id} ", style="dim")
         line.append(tool.name, style="bold")
+        line.append(f" {seconds(now - tool.started)}", style="dim")
         if tool.brief:
             line.append(f" {tool.brief}")
-        line.append(f" {seconds(now - tool.started)}", style="dim")
-        if tool.last_output:
-            line.append(f"  | {tool.last_output}", style="dim")
         out.append(line)
+        if tool.last_output:  # its own line: a long command must not hide it
+            out.append(Text(f"    | {tool.last_output}", style="dim", no_wrap=True, overflow="ellipsis"))
     return out
 
 
