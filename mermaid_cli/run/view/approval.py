@@ -18,7 +18,7 @@ from rich.text import Text
 
 from mermaid_cli.core import events as ev
 from mermaid_cli.run.view.diffs import FilePreview, preview
-from mermaid_cli.run.view.keys import read_answer
+from mermaid_cli.run.view.keys import discard_typeahead, read_answer
 
 if TYPE_CHECKING:
     from mermaid_cli.run.view.terminal import PendingApproval, TerminalView
@@ -43,6 +43,7 @@ class RichApprover:
             return "no"
         stop = threading.Event()
         with view.prompting():
+            discard_typeahead(view.stdin)
             view.console.print(approval_view(view, tool, prompt, reason, pending, started))
             view.console.print(Text(CHOICES, style="bold"), end="")
             try:

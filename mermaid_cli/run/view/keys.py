@@ -1,6 +1,7 @@
 """One answer to an approval prompt, read from the terminal: `1` yes, `2` yes and don't ask again
 (this session), `3`, `n` or Esc no. Other keys are ignored (a stray Enter from the last prompt
-answers nothing). End of input, a hung-up terminal or a cancelled run answer no.
+answers nothing), and so are keys typed before the prompt appeared (`discard_typeahead`). End
+of input, a hung-up terminal or a cancelled run answer no.
 
 The read polls, so a run that is cancelled (Ctrl-C, timeout) or whose terminal hangs up while a
 prompt waits does not leave a thread blocked on stdin."""
@@ -14,6 +15,18 @@ from typing import TextIO
 
 ANSWERS = {"1": "once", "2": "always", "3": "no", "n": "no", "N": "no", "\x1b": "no", "\x04": "no"}
 POLL_SECS = 0.2
+
+
+def discard_typeahead(stdin: TextIO | None) -> None:
+    """Drop keys typed before the prompt is shown (called before it is printed: a key typed in
+    answer to the prompt must never be lost)."""
+    try:
+        import termios
+
+        if stdin is not None:
+            termios.tcflush(stdin.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
 
 
 def read_answer(stdin: TextIO | None, stop: Callable[[], bool]) -> str:
@@ -32,8 +45,7 @@ def read_answer(stdin: TextIO | None, stop: Callable[[], bool]) -> str:
     except (ImportError, OSError, ValueError):  # not a terminal (or not POSIX): a line, as before
         return _read_line(stdin)
     try:
-        tty.setcbreak(fd)  # one key at a time; Ctrl-C still raises SIGINT
-        termios.tcflush(fd, termios.TCIFLUSH)  # a key typed before the prompt answers nothing
+        tty.setcbreak(fd, termios.TCSANOW)  # one key at a time; Ctrl-C still raises SIGINT
         while not stop():
             ready, _, _ = select.select([fd], [], [], POLL_SECS)
             if not ready:
