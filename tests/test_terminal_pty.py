@@ -257,3 +257,49 @@ def test_sessions_show_at_a_terminal(users, tmp_path):
     assert "\x1b[" not in plain_run.raw
     piped = run_mermaid(["sessions", "show", session_id], users)
     assert "[assistant] Let me look at the users module first." in piped.stdout
+
+
+def test_the_live_status_line_counts_while_the_model_works(project, tmp_path):
+    """A slow first byte: the status line shows the model, the turn and the seconds waited; the
+    plain heartbeat lines are not printed under the view."""
+    from provider_fixtures import FakeProviderServer, fake_env
+
+    script = [
+        {"type": "fault", "kind": "slow_first_byte", "delay": 3},
+        {
+            "type": "turn",
+            "content": [{"type": "text", "text": "Done."}],
+            "stop_reason": "stop",
+            "usage": {"input_tokens": 900, "output_tokens": 40},
+        },
+    ]
+    with FakeProviderServer(script) as server:
+        run = PtyRun(
+            ["exec", "--model", "anthropic/claude-sonnet-4-5", "go"],
+            project,
+            {**env(), **fake_env(server), "MERMAID_HEARTBEAT_SECS": "1"},
+            tmp_path / "stdout",
+        )
+        try:
+            run.wait_for("anthropic/claude-sonnet-4-5 · turn 1 · ")
+            run.wait_for("waiting for the model 2s")
+            assert run.wait() == 0
+        finally:
+            run.close()
+    assert "mermaid: waiting for" not in run.text
+    assert "940 tokens" in run.text and "run summary" in run.text
+    assert run.stdout == b"Done.\n"
+
+
+def test_a_closed_terminal_with_plain_output(users, tmp_path):
+    """`--plain` at a terminal: the plain prompt gets end of input on a hang-up and answers no."""
+    run = start(users, tmp_path, "--plain", "--json", "--safety", "ask", "--model", "replay/s.jsonl", "x")
+    try:
+        run.wait_for("[Esc = no]")
+        run.hang_up()
+        code = run.proc.wait(timeout=60)
+    finally:
+        run.close()
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert code == 0 and events[-1]["type"] == "result"
+    assert [(e["verdict"], e["by"]) for e in events if e["type"] == "approval_decided"] == [("deny", "user")]

@@ -51,15 +51,32 @@ class Output:
         self._streams: dict[type, StreamRedactor] = {}
         self.hung_up = False
         self.view: TerminalView | None = None
-        if not quiet and view_wanted(io.stderr_is_tty, io.env, plain=plain):
+        self.at_tty = at_tty = bool(getattr(io, "stderr_is_tty", False))  # any io with stdout/stderr
+        if not quiet and view_wanted(at_tty, getattr(io, "env", {}), plain=plain):
             self.view = _terminal_view(self, io)
-        if io.stderr_is_tty and io.install_signal_handlers:
+        if at_tty and getattr(io, "install_signal_handlers", False):
             self._catch_hangup()
 
     @property
     def approver(self) -> Callable[[str, str, str], Any] | None:
-        """The terminal view's approval prompt (None: the gate's plain one)."""
-        return self.view.approver if self.view is not None else None
+        """The prompt for a person at this terminal: the view's, else the plain one (a closed
+        terminal answers no there too); None off a terminal."""
+        if self.view is not None:
+            return self.view.approver
+        if not self.at_tty:
+            return None
+        from mermaid_cli.run.view.keys import LineApprover  # no rich in it
+
+        return LineApprover(getattr(self.io, "stdin", None), self._write_prompt, lambda: self.hung_up)
+
+    def _write_prompt(self, text: str) -> None:
+        if self.hung_up:
+            return
+        try:
+            self.io.stderr.write(self.redact(text))
+            self.io.stderr.flush()
+        except (OSError, ValueError):
+            pass
 
     def _catch_hangup(self) -> None:
         """A closed terminal must not kill the run (SIGHUP's default): stop writing to it."""

@@ -73,3 +73,30 @@ def _read_line(stdin: TextIO) -> str:
     except (OSError, ValueError):
         return "no"
     return ANSWERS.get(line.strip()[:1], "no")
+
+
+PLAIN_PROMPT = (
+    "\nmermaid wants to run {prompt}\n  ({reason})\n"
+    "  1) yes   2) yes, don't ask again this session   3) no  [Esc = no]: "
+)
+
+
+class LineApprover:
+    """The plain prompt (`--plain` at a terminal), as `policy.gate.tty_approver` asks it, but a
+    terminal that is gone (SIGHUP, EIO) answers no instead of failing the run."""
+
+    def __init__(
+        self, stdin: TextIO | None, write: Callable[[str], None], hung_up: Callable[[], bool]
+    ) -> None:
+        self.stdin = stdin
+        self.write = write
+        self.hung_up = hung_up
+
+    async def __call__(self, tool: str, prompt: str, reason: str) -> str:
+        import asyncio
+
+        if self.hung_up() or self.stdin is None:
+            return "no"
+        self.write(PLAIN_PROMPT.format(prompt=prompt, reason=reason))
+        stdin = self.stdin
+        return await asyncio.get_running_loop().run_in_executor(None, _read_line, stdin)
