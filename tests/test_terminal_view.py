@@ -306,7 +306,7 @@ def test_the_console_follows_columns_and_the_terminal_size():
     import struct
     import termios
 
-    from mermaid_cli.run.view.terminal import terminal_console
+    from mermaid_cli.run.view.console import terminal_console
 
     pinned, _ = terminal_console(io.StringIO(), {"COLUMNS": "50", "TERM": "xterm"})
     assert pinned.width == 50

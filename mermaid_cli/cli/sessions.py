@@ -67,7 +67,7 @@ def sessions_show(session_id: str, as_json: bool, plain: bool, path: str) -> Non
     if _terminal(plain):
         import os
 
-        from mermaid_cli.run.view.terminal import terminal_console
+        from mermaid_cli.run.view.console import terminal_console
         from mermaid_cli.run.view.transcript import render_transcript
 
         console, _stream = terminal_console(sys.stdout, os.environ)

@@ -235,7 +235,8 @@ class _LibraryLogHandler(logging.Handler):
 
 
 def _terminal_view(out: Output, io: Any) -> TerminalView:
-    from mermaid_cli.run.view.terminal import TerminalView, terminal_console
+    from mermaid_cli.run.view.console import terminal_console
+    from mermaid_cli.run.view.terminal import TerminalView
 
     console, stream = terminal_console(io.stderr, io.env)
     # the wall clock, not the run's injected one: what the view reads must not shift the run's
