@@ -303,3 +303,17 @@ def test_a_closed_terminal_with_plain_output(users, tmp_path):
     events = [json.loads(line) for line in run.stdout.splitlines()]
     assert code == 0 and events[-1]["type"] == "result"
     assert [(e["verdict"], e["by"]) for e in events if e["type"] == "approval_decided"] == [("deny", "user")]
+
+
+def test_ctrl_c_at_a_prompt_stops_the_run(users, tmp_path):
+    run = start(users, tmp_path, "--json", "--safety", "ask", "--model", "replay/s.jsonl", "fix users")
+    try:
+        run.wait_for("[Esc = no]")
+        run.send(b"\x03")
+        assert run.wait() == 130
+    finally:
+        run.close()
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert result["type"] == "result" and result["status"] == "interrupted"
+    assert "│ interrupted" in run.text and "Traceback" not in run.text
+    assert (users / "src" / "users.py").read_text() == ORIGINAL
