@@ -156,6 +156,7 @@ def _run_options(func: Any) -> Any:
             help="An extra directory tools and the sandbox treat as inside the project (repeatable).",
         ),
         click.option("--no-interactive", is_flag=True, help="Never prompt, even at a TTY."),
+        click.option("--plain", is_flag=True, help="Plain progress lines on stderr, even at a terminal."),
         click.option(
             "--no-network",
             is_flag=True,

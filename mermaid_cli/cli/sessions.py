@@ -37,9 +37,10 @@ def sessions_list(as_json: bool, path: str) -> None:
 @sessions_group.command("show")
 @click.argument("session_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the messages as JSON.")
+@click.option("--plain", is_flag=True, help="Plain lines, even at a terminal.")
 @click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
-def sessions_show(session_id: str, as_json: bool, path: str) -> None:
-    """Show the conversation of SESSION_ID."""
+def sessions_show(session_id: str, as_json: bool, plain: bool, path: str) -> None:
+    """Show the conversation of SESSION_ID (rendered with colours at a terminal)."""
     import json
     from pathlib import Path
 
@@ -63,11 +64,33 @@ def sessions_show(session_id: str, as_json: bool, path: str) -> None:
         }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
+    if _terminal(plain):
+        import os
+
+        from mermaid_cli.run.view.console import terminal_console
+        from mermaid_cli.run.view.transcript import render_transcript
+
+        console, _stream = terminal_console(sys.stdout, os.environ)
+        render_transcript(console, data.session_id, data.started.get("model"), data.messages)
+        return
     for msg in data.messages:
         for block in msg.content:
             line = _block_line(msg.role, block)
             if line is not None:
                 click.echo(line)
+
+
+def _terminal(plain: bool) -> bool:
+    """The rich transcript: stdout is a terminal that takes colours, and --plain is not given."""
+    import os
+
+    from mermaid_cli.run.output import view_wanted
+
+    try:
+        is_tty = sys.stdout.isatty()
+    except (ValueError, OSError):
+        is_tty = False
+    return view_wanted(is_tty, os.environ, plain=plain)
 
 
 def _block_line(role: str, block: object) -> str | None:

@@ -33,9 +33,13 @@ class ChildOutput(Output):
             event = event.model_copy(
                 update={"agent_id": self.agent_id, "parent_call_id": self.parent_call_id}
             )
+        self.parent._stamp(event)  # one clock for the whole stream: the root run's
         if self.session is not None:
             self.session.append("event", event=event.to_dict())
         self.parent.emit(event)
+
+    def _catch_hangup(self) -> None:
+        pass  # the root run's output owns SIGHUP
 
     def install_logging(self, *, debug: bool = False) -> None:
         pass  # library logs stay with the root run's output

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.types import ModelTurn, TurnRequest, Usage
@@ -52,6 +52,7 @@ def policy_gate(
     user_request: Callable[[], str],
     untrusted_content: Callable[[], bool],
     on_usage: Callable[[Usage], None],
+    approver: Callable[[str, str, str], Any] | None = None,  # the terminal view's; else the plain one
 ) -> PolicyGate:
     """The gate every tool call of the run passes (DESIGN.md §4)."""
     from mermaid_cli.policy.approvers import tty_approver
@@ -67,7 +68,7 @@ def policy_gate(
         user_request=user_request,
         hooks=list(settings.hooks.before_tool_use),
         redact=redact,
-        approver=tty_approver if interactive else None,
+        approver=(approver or tty_approver) if interactive else None,
         untrusted_content=untrusted_content,
         on_usage=on_usage,
         note=note,
@@ -108,4 +109,5 @@ def run_gate(
         user_request=lambda: prompt,
         untrusted_content=lambda: bool(draft.agent and draft.agent.stats.untrusted_content),
         on_usage=on_usage,
+        approver=out.approver,
     )

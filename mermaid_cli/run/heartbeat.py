@@ -1,6 +1,8 @@
 """A heartbeat on stderr while the model works: a CI log that shows nothing for two minutes looks
 like a hang, so while a model call is in flight Mermaid says so, at most every `interval`
-seconds (`MERMAID_HEARTBEAT_SECS`, default 10; `-q` turns it off)."""
+seconds (`MERMAID_HEARTBEAT_SECS`, default 10; `-q` turns it off). This is the plain form of the
+terminal view's live status line: under the view (`Output.heartbeat`) nothing is printed, the
+status line already counts the seconds."""
 
 from __future__ import annotations
 

@@ -42,6 +42,7 @@ class ExecOptions:
     policy: str | None = None
     allow_untrusted_tools: bool = False
     no_interactive: bool = False
+    plain: bool = False  # --plain: plain stderr lines even at a terminal (docs/terminal.md)
     reasoning: str | None = None
     quiet: bool = False
     masks: list[str] = field(default_factory=list)

@@ -3,24 +3,43 @@
 Also owns what reaches stderr from libraries: every log record (the MCP SDK, httpx, asyncio,
 `warnings`) goes through the run's redactor as one `mermaid: LOGGER: message` line, with no
 traceback unless `MERMAID_DEBUG=1` (an exception is then shown whole, still redacted).
+
+At a terminal (stderr a TTY; no `NO_COLOR`, `TERM=dumb`, `--plain`, `--no-interactive` or `-q`)
+stderr is the `rich` terminal view instead of bare lines (`run/view/`, imported only then); stdout
+is the same bytes either way. A hung-up terminal (SIGHUP) silences stderr; the run goes on.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import signal
+import threading
+import time
 import traceback
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from mermaid_cli.core import events as ev
 from mermaid_cli.security.redact import StreamRedactor
+
+if TYPE_CHECKING:
+    from mermaid_cli.run.view.terminal import TerminalView
+
+
+def view_wanted(stderr_is_tty: bool, env: Mapping[str, str], *, plain: bool = False) -> bool:
+    """Whether stderr gets the rich terminal view (docs/terminal.md) rather than plain lines."""
+    if plain or not stderr_is_tty:
+        return False
+    if env.get("NO_COLOR") or env.get("TERM") == "dumb":  # no-color.org: set and not empty
+        return False
+    return True
 
 
 class Output:
     """Fans events out to stdout (per format), the session file and stderr progress."""
 
-    def __init__(self, fmt: str, io: Any, quiet: bool) -> None:
+    def __init__(self, fmt: str, io: Any, quiet: bool, *, plain: bool = False) -> None:
         self.format = fmt
         self.io = io
         self.quiet = quiet
@@ -31,12 +50,57 @@ class Output:
         #: the run's known secret values, for the stream hold-back (set with `redact`)
         self.secrets: Callable[[], Iterable[str]] = tuple
         self._streams: dict[type, StreamRedactor] = {}
-        self._t0 = io.monotonic()
+        # the run's clock (an injected one in tests); any io with stdout/stderr works
+        self._clock: Callable[[], float] = getattr(io, "monotonic", None) or time.monotonic
+        self._t0 = self._clock()
+        self.hung_up = False
+        self.view: TerminalView | None = None
+        self.at_tty = at_tty = bool(getattr(io, "stderr_is_tty", False))  # any io with stdout/stderr
+        if not quiet and view_wanted(at_tty, getattr(io, "env", {}), plain=plain):
+            self.view = _terminal_view(self, io)
+        if at_tty and getattr(io, "install_signal_handlers", False):
+            self._catch_hangup()
+
+    @property
+    def approver(self) -> Callable[[str, str, str], Any] | None:
+        """The prompt for a person at this terminal: the view's, else the plain one (a closed
+        terminal answers no there too); None off a terminal."""
+        if self.view is not None:
+            return self.view.approver
+        if not self.at_tty:
+            return None
+        from mermaid_cli.run.view.keys import LineApprover  # no rich in it
+
+        return LineApprover(getattr(self.io, "stdin", None), self._write_prompt, lambda: self.hung_up)
+
+    def _write_prompt(self, text: str) -> None:
+        if self.hung_up:
+            return
+        try:
+            self.io.stderr.write(self.redact(text))
+            self.io.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _catch_hangup(self) -> None:
+        """A closed terminal must not kill the run (SIGHUP's default): stop writing to it."""
+        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGHUP"):
+            return
+
+        def on_hangup(_signum: int, _frame: object) -> None:
+            self.hung_up = True
+            if self.view is not None:
+                self.view.hang_up()
+
+        try:
+            signal.signal(signal.SIGHUP, on_hangup)
+        except (OSError, ValueError):  # pragma: no cover - not the main interpreter
+            pass
 
     def _stamp(self, event: ev._Event) -> None:
         """`ts`: ms since the run started, so a run can be drawn (`mermaid report`)."""
         if event.ts is None:
-            event.ts = max(int((self.io.monotonic() - self._t0) * 1000), 0)
+            event.ts = max(int((self._clock() - self._t0) * 1000), 0)
 
     def emit(self, event: ev._Event) -> None:
         if isinstance(event, ev.Text | ev.Reasoning):
@@ -65,12 +129,19 @@ class Output:
         """The text block ended (any other event follows it): emit what was held back."""
         for kind, stream in list(self._streams.items()):
             rest = stream.flush()
-            if rest and self.format == "jsonl":
-                held = kind(delta=rest)
-                self._stamp(held)
+            if not rest:
+                continue
+            held = kind(delta=rest)
+            self._stamp(held)
+            if self.format == "jsonl":
                 self.writer.write(held)
+            if self.view is not None:
+                self.view.event(held)
 
     def _progress(self, event: ev._Event) -> None:
+        if self.view is not None:
+            self.view.event(event)
+            return
         if isinstance(event, ev.Error):  # errors and warnings show even with -q
             self.note(("retrying: " if event.retryable else "error: ") + event.message)
             return
@@ -100,6 +171,11 @@ class Output:
         logging.captureWarnings(True)
 
     def note(self, line: str) -> None:
+        if self.hung_up:
+            return
+        if self.view is not None:
+            self.view.note(self.redact(line))
+            return
         try:
             self.io.stderr.write(self.redact(f"mermaid: {line}\n"))
             self.io.stderr.flush()
@@ -114,12 +190,21 @@ class Output:
 
     def progress_line(self, line: str) -> None:
         """Streamed tool output (a long test run stays visibly alive)."""
-        if not self.quiet:
+        if self.view is not None:
+            self.view.tool_output(self.redact(line))
+        elif not self.quiet and not self.hung_up:
             try:
                 self.io.stderr.write(self.redact(f"  | {line}\n"))
                 self.io.stderr.flush()
             except (OSError, ValueError):
                 pass
+
+    def heartbeat(self, line: str) -> None:
+        """The model is still working (run/heartbeat.py): a plain line, or the live status."""
+        if self.view is not None:
+            self.view.heartbeat()
+        else:
+            self.note(line)
 
     def final(self, result: ev.Result) -> None:
         self._stamp(result)
@@ -135,7 +220,7 @@ class Output:
                 body += "\n\n---\n\n## Errors\n\n" + "".join(f"- {e}\n" for e in result.errors)
             payload = body if body.endswith("\n") or not body else body + "\n"
         self.writer.write_bytes(payload.encode("utf-8", "replace"))
-        if self.format in ("text", "markdown"):
+        if self.format in ("text", "markdown") and self.view is None:  # the view's summary has it
             self.info(f"session: {result.session_id}")
 
 
@@ -163,6 +248,15 @@ class _LibraryLogHandler(logging.Handler):
             self.out.note(f"{record.name}: {message}")
         except Exception:  # noqa: BLE001 - logging must never take the run down
             pass
+
+
+def _terminal_view(out: Output, io: Any) -> TerminalView:
+    from mermaid_cli.run.view.console import terminal_console
+    from mermaid_cli.run.view.terminal import TerminalView
+
+    console, stream = terminal_console(io.stderr, io.env)
+    # the wall clock, not the run's injected one: what the view reads must not shift the run's
+    return TerminalView(console, redact=lambda text: out.redact(text), stdin=io.stdin, stream=stream)
 
 
 def _brief(arguments: dict[str, Any] | None) -> str:

@@ -81,7 +81,7 @@ def resolve_run_model(
     if not opts.quiet:
         from mermaid_cli.run.heartbeat import HeartbeatProvider, interval_from
 
-        provider = HeartbeatProvider(provider, out.note, interval=interval_from(io.env))
+        provider = HeartbeatProvider(provider, out.heartbeat, interval=interval_from(io.env))
     if settings.run.max_cost is not None and resolved.price is None:
         raise UsageError(
             f"--max-cost needs a price for {draft.model_id}, and none is known; set [pricing] for it"

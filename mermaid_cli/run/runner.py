@@ -35,7 +35,7 @@ class Run:
     def __init__(self, opts: ExecOptions, io: RunIO) -> None:
         self.opts = opts
         self.io = io
-        self.out = Output(opts.output_format, io, opts.quiet)
+        self.out = Output(opts.output_format, io, opts.quiet, plain=opts.plain or opts.no_interactive)
         self.draft = Draft(
             project_root=io.cwd,
             model_id=opts.model or "",
