@@ -272,6 +272,10 @@ class Run:
         # The snapshot runs while the first request is in flight; tools wait for it before running.
         snapshot = asyncio.ensure_future(self._snapshot())
         self.agent.tools_ready = snapshot
+        from mermaid_cli.run.workspace_diff import keeping, track_tool_batches
+
+        self.ctx.checkpoint = keeping(self.ctx.checkpoint, lambda: self.snapshot)
+        self.agent.on_message = track_tool_batches(self.agent.on_message, lambda: self.snapshot)
         stats = await self.agent.run(self.prompt)
         await snapshot
         commands = self.settings.verify.commands
@@ -878,6 +882,9 @@ class Run:
             data_rel = data_dir(self.io.env).resolve().relative_to(self.project_root).as_posix() + "/"
         except ValueError:
             data_rel = None
+        verified = getattr(getattr(self, "settings", None), "verify", None)
+        if not stats.finished or getattr(getattr(self, "ctx", None), "background", None) or (verified and verified.commands):
+            self.snapshot.changed()  # a cancelled call, a background process or --verify: compare again
         try:
             for path in self.snapshot.changed_files():
                 if data_rel and path.startswith(data_rel):
