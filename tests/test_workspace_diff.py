@@ -113,10 +113,15 @@ def test_racy_file_is_read_at_the_baseline_and_decided_by_content(tmp_path: Path
     _tree(project, extra_files=workspace_stat.EAGER_FILES + 10)
     fresh = project / "fresh.txt"
     fresh.write_text("one\n")  # written in the same clock tick as the walk (well within 20 ms)
+    # the walk's own tick: a walk that starts at the file's ctime counts it as racy
+    base = workspace_stat.walk(project, use_find=workspace_stat.find_works(project))
+    base.start_ns = os.stat(fresh).st_ctime_ns
+    assert [rel for rel, _ in base.racy()] == ["fresh.txt"]
     snap = WorkspaceSnapshot.take(project)
     assert snap.stat is not None
+    if "fresh.txt" not in snap.stat.racy:
+        pytest.skip("the machine took longer than one clock tick between the write and the walk")
     assert snap.stat.store.get("fresh.txt") == b"one\n"
-    assert "fresh.txt" in snap.stat.racy
     assert snap.changed_files() == []  # racy but untouched: the content says unchanged
     mtime = os.stat(fresh).st_mtime_ns
     fresh.write_text("two\n")
@@ -199,3 +204,17 @@ def test_run_in_a_large_tree_keeps_tool_writes_and_sees_shell_writes(project: Pa
     diff = diff_path.read_text()
     assert "-b = 2\n+b = 3\n" in diff  # kept through the checkpoint hook before edit_file wrote
     assert "# bulk/7/f7.txt was modified" in diff
+
+
+@pytest.mark.skipif(not workspace_stat.find_works(Path(".")), reason="no GNU find")
+def test_python_walker_writes_the_records_find_writes(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project)
+    (project / "with space.txt").write_text("s\n")
+    os.symlink("src/keep.py", project / "link")
+    (project / "node_modules").mkdir()
+    (project / "node_modules/skip.js").write_text("x\n")
+    by_find = workspace_stat.walk(project, use_find=True).records()
+    assert by_find == workspace_stat.walk(project, use_find=False).records()
+    paths = sorted(r.path for r in map(workspace_stat.parse, by_find) if r is not None)
+    assert paths == ["gone.txt", "link", "run.sh", "src/edit.py", "src/keep.py", "with space.txt"]

@@ -26,7 +26,7 @@ from typing import Any
 from mermaid_cli.run.workspace_stat import Change, StatSnapshot
 
 #: a comparison that took longer than this is not repeated after every tool batch
-REFRESH_MAX_S = 0.15
+REFRESH_MAX_S = 0.5
 
 
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
@@ -115,10 +115,6 @@ class WorkspaceSnapshot:
             snap.stat = StatSnapshot(root, exclude)
         snap._last_cost = time.perf_counter() - start
         return snap
-
-    @property
-    def complete(self) -> bool:
-        return self.stat.complete if self.stat is not None else True
 
     def keep(self, paths: list[Path]) -> None:
         """A tool is about to change `paths`: keep what the diff needs of them (stat mode)."""

@@ -1,37 +1,37 @@
-"""The workspace snapshot of a tree that is not a git repository: stat signatures, not copies.
+"""The workspace snapshot of a tree that is not a git repository: stat records, not copies.
 
-The baseline is one `scandir` walk that keeps, per directory, the names of its files and one
-64-bit signature of each file's `lstat` (size, mtime, ctime, inode, mode) — about 20 bytes a
-file, no content. Comparing walks the tree again: a directory whose names and signatures are
-unchanged costs one array comparison; only files whose signature changed are looked at further.
+The baseline is one walk (`find -printf`, in its own process; a Python walker without GNU find)
+that keeps one short record a file: size, mtime, ctime, inode, permissions, type, path — about
+80 bytes a file, no content. Comparing walks again and takes the set difference of the records:
+only files whose record changed are looked at further.
 
 Content before the run is what a diff needs for a modified or deleted file, and it is kept only
 where it is cheap (`ContentStore`):
-- a small tree (≤ EAGER_FILES files, ≤ EAGER_BYTES) is read into memory at the baseline;
+- a small tree (<= EAGER_FILES files, <= EAGER_BYTES) is read into memory at the baseline;
 - a file a tool is about to change is read just before (`keep`, wired to the tools' checkpoint
-  hook) while it still matches the baseline;
-- a "racy" file, whose ctime falls in the same clock tick as the walk (an edit in that tick could
-  leave size, mtime and ctime all equal), is read at the baseline so its content decides later.
+  hook) while its stat still matches the baseline;
+- a "racy" file, whose ctime falls in the walk's own clock tick (an edit in that tick could leave
+  size, mtime and ctime all equal), is read at the baseline so its content decides later.
 A file a shell command modified or deleted in a bigger tree has no earlier copy: it is reported as
 changed, and the diff carries a note instead of a hunk (use git for exact diffs of large trees).
-A signature change without a kept copy counts as a change (`touch` counts); with a copy the
-content decides, so a same-size edit with the mtime put back is caught by the ctime, which no
-user call can set back.
+A record change without a kept copy counts as a change (`touch` counts); with a copy the content
+decides. A same-size edit with the mtime put back is still caught by the ctime, which no user
+call can set back.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
+import subprocess
 import time
-from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 SKIP_DIRS = frozenset(
     {".git", ".mermaid", "__pycache__", "node_modules", ".venv", ".tox", ".mypy_cache", ".pytest_cache"}
 )
-MAX_FILES = 2_000_000  # past this the walk stops and the snapshot says it is incomplete
 MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are never copied: the diff names them only
 KEEP_BUDGET = 32 * 1024 * 1024  # all kept content together (tool writes and racy files)
 EAGER_FILES = 1000
@@ -41,37 +41,134 @@ RACY_NS = 20_000_000
 RACY_COARSE_NS = 2_000_000_000  # a filesystem with whole-second timestamps
 
 
-def signature(st: os.stat_result) -> int:
-    return hash((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode))
-
-
-@dataclass
-class DirEntries:
-    """One directory's files: names joined by NUL, their signatures and modes, in scandir order."""
-
-    names: str
-    sigs: array[int]
-    modes: array[int]
-
-    def as_dict(self) -> dict[str, tuple[int, int]]:
-        names = self.names.split("\0") if self.names else []
-        return {n: (self.sigs[i], self.modes[i]) for i, n in enumerate(names)}
+FIND_FORMAT = r"%s %T@ %C@ %i %m %y %P\0"
 
 
 @dataclass
 class Walk:
-    dirs: dict[str, DirEntries] = field(default_factory=dict)
-    count: int = 0
-    complete: bool = True
-    #: (rel, size) of files whose ctime is in the walk's own clock tick
-    racy: list[tuple[str, int]] = field(default_factory=list)
-    total_bytes: int = 0
+    """One record a file: `size mtime ctime inode perms type path`, NUL-terminated, as `find
+    -printf` writes it (the fallback walker writes the same). Paths come last, so they may hold
+    spaces; comparing two walks is a set difference of records."""
+
+    raw: bytes
+    start_ns: int
+
+    @property
+    def count(self) -> int:
+        return self.raw.count(b"\0")
+
+    def records(self) -> set[bytes]:
+        out = set(self.raw.split(b"\0"))
+        out.discard(b"")
+        return out
+
+    def racy(self) -> list[tuple[str, int]]:
+        """(path, size) of files whose ctime may fall in the walk's own clock tick."""
+        first = (self.start_ns - RACY_COARSE_NS) // 1_000_000_000
+        last = time.time_ns() // 1_000_000_000 + 1
+        seconds = b"|".join(str(s).encode() for s in range(first, last + 1))
+        pattern = re.compile(rb"(?:^|\0)(\d+ \S+ (?:" + seconds + rb")\.\d+ [^\0]*)")
+        out = []
+        for match in pattern.finditer(self.raw):
+            rec = parse(match.group(1))
+            if rec is None:
+                continue
+            margin = RACY_COARSE_NS if rec.ctime_ns % 1_000_000_000 == 0 else RACY_NS
+            if rec.ctime_ns >= self.start_ns - margin:
+                out.append((rec.path, rec.size))
+        return out
+
+    def find(self, rel: str) -> Record | None:
+        """The record of one path (a scan of the raw bytes, for the few files tools announce)."""
+        needle = b" " + rel.encode("utf-8", "surrogateescape") + b"\0"
+        at = self.raw.find(needle)
+        while at >= 0:
+            begin = self.raw.rfind(b"\0", 0, at) + 1
+            rec = parse(self.raw[begin : at + len(needle) - 1])
+            if rec is not None and rec.path == rel:
+                return rec
+            at = self.raw.find(needle, at + 1)
+        return None
 
 
-def walk(root: Path, exclude: frozenset[str], *, start_ns: int | None = None) -> Walk:
-    """Every regular file and symlink under `root` (SKIP_DIRS pruned, `exclude` left out)."""
-    start = time.time_ns() if start_ns is None else start_ns
-    out = Walk()
+@dataclass(frozen=True)
+class Record:
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    ino: int
+    perms: int
+    kind: str  # f (regular) | l (symlink)
+    path: str
+
+    def same_as(self, st: os.stat_result) -> bool:
+        return (self.size, self.mtime_ns, self.ctime_ns, self.ino, self.perms) == (
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_ino,
+            st.st_mode & 0o7777,
+        )
+
+    @property
+    def mode(self) -> int:
+        return (stat.S_IFLNK if self.kind == "l" else stat.S_IFREG) | self.perms
+
+
+def _ns(text: bytes) -> int:
+    sec, _, frac = text.partition(b".")
+    return int(sec) * 1_000_000_000 + int((frac[:9] or b"0").ljust(9, b"0"))
+
+
+def parse(rec: bytes) -> Record | None:
+    parts = rec.split(b" ", 6)
+    if len(parts) != 7:
+        return None
+    try:
+        return Record(
+            int(parts[0]),
+            _ns(parts[1]),
+            _ns(parts[2]),
+            int(parts[3]),
+            int(parts[4], 8),
+            parts[5].decode(),
+            parts[6].decode("utf-8", "surrogateescape"),
+        )
+    except ValueError:
+        return None
+
+
+def walk(root: Path, *, use_find: bool) -> Walk:
+    """Every regular file and symlink under `root`, SKIP_DIRS pruned. `find` does the stat calls
+    in its own process (C, the other core); the Python walker is the fallback (no GNU find)."""
+    start = time.time_ns()
+    if use_find:
+        prune: list[str] = []
+        for name in sorted(SKIP_DIRS):
+            prune += ["-o", "-name", name] if prune else ["-name", name]
+        cmd = ["find", ".", "-mindepth", "1", "-type", "d", "(", *prune, ")", "-prune", "-o"]
+        cmd += ["(", "-type", "f", "-o", "-type", "l", ")", "-printf", FIND_FORMAT]
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, timeout=600)
+        return Walk(proc.stdout, start)  # unreadable subdirectories are left out, as below
+    return Walk(b"".join(_py_records(root)), start)
+
+
+def find_works(root: Path) -> bool:
+    try:
+        proc = subprocess.run(
+            ["find", ".", "-maxdepth", "0", "-printf", FIND_FORMAT], cwd=root, capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and proc.stdout.endswith(b" d \0")
+
+
+def _stamp(ns: int) -> bytes:
+    return b"%d.%09d0" % divmod(ns, 1_000_000_000)
+
+
+def _py_records(root: Path) -> list[bytes]:
+    out: list[bytes] = []
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -79,36 +176,32 @@ def walk(root: Path, exclude: frozenset[str], *, start_ns: int | None = None) ->
             it = os.scandir(root / rel_dir if rel_dir else root)
         except OSError:
             continue
-        names: list[str] = []
-        sigs = array("q")
-        modes = array("I")
         with it:
             for entry in it:
-                name = entry.name
-                rel = f"{rel_dir}/{name}" if rel_dir else name
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if name not in SKIP_DIRS:
+                        if entry.name not in SKIP_DIRS:
                             stack.append(rel)
                         continue
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) or rel in exclude:
+                kind = b"l" if stat.S_ISLNK(st.st_mode) else b"f" if stat.S_ISREG(st.st_mode) else None
+                if kind is None:
                     continue
-                names.append(name)
-                sigs.append(signature(st))
-                modes.append(st.st_mode)
-                out.total_bytes += st.st_size
-                margin = RACY_COARSE_NS if st.st_ctime_ns % 1_000_000_000 == 0 else RACY_NS
-                if st.st_ctime_ns >= start - margin:
-                    out.racy.append((rel, st.st_size))
-        if names:
-            out.dirs[rel_dir] = DirEntries("\0".join(names), sigs, modes)
-            out.count += len(names)
-            if out.count > MAX_FILES:
-                out.complete = False
-                break
+                out.append(
+                    b"%d %s %s %d %o %s %s\0"
+                    % (
+                        st.st_size,
+                        _stamp(st.st_mtime_ns),
+                        _stamp(st.st_ctime_ns),
+                        st.st_ino,
+                        st.st_mode & 0o7777,
+                        kind,
+                        rel.encode("utf-8", "surrogateescape"),
+                    )
+                )
     return out
 
 
@@ -153,28 +246,20 @@ class StatSnapshot:
     def __init__(self, root: Path, exclude: frozenset[str]) -> None:
         self.root = root
         self.exclude = exclude
-        self.base = walk(root, exclude)
+        self.use_find = find_works(root)  # one walker for both walks: their records must match
+        self.base = walk(root, use_find=self.use_find)
         self.store = ContentStore()
-        self.racy = {rel for rel, _ in self.base.racy}
-        self.racy_dirs = {rel.rpartition("/")[0] for rel in self.racy}
-        if self.base.count <= EAGER_FILES and self.base.total_bytes <= EAGER_BYTES:
-            for rel_dir, entries in self.base.dirs.items():
-                for name in entries.names.split("\0"):
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    self.store.put(rel, root / rel, 0)
-        for rel, size in self.base.racy:
-            self.store.put(rel, root / rel, size)
-
-    @property
-    def complete(self) -> bool:
-        return self.base.complete
-
-    def _base_entry(self, rel: str) -> tuple[int, int] | None:
-        rel_dir, _, name = rel.rpartition("/")
-        entries = self.base.dirs.get(rel_dir)
-        if entries is None:
-            return None
-        return entries.as_dict().get(name)
+        self.racy = {rel for rel, _ in self.base.racy() if rel not in exclude}
+        count = self.base.count
+        if count <= EAGER_FILES:
+            recs = [r for r in map(parse, self.base.records()) if r is not None and r.path not in exclude]
+            if sum(r.size for r in recs) <= EAGER_BYTES:
+                for r in recs:
+                    self.store.put(r.path, root / r.path, r.size)
+        for rel in self.racy:
+            rec = self.base.find(rel)
+            if rec is not None:
+                self.store.put(rel, root / rel, rec.size)
 
     def keep(self, paths: list[Path]) -> None:
         """Read the files a tool is about to change, while they still hold their baseline content."""
@@ -184,32 +269,37 @@ class StatSnapshot:
                 st = os.lstat(path)
             except (ValueError, OSError):
                 continue
-            base = self._base_entry(rel)
-            if base is not None and base[0] == signature(st):
-                self.store.put(rel, path, st.st_size)
+            base = self.base.find(rel)
+            if rel not in self.store.data and base is not None and base.same_as(st):
+                self.store.put(rel, path, base.size)
 
     def compare(self) -> list[Change]:
-        now = walk(self.root, self.exclude)
+        now = walk(self.root, use_find=self.use_find)
+        old, new = self.base.records(), now.records()
+        gone = {r.path: r for r in map(parse, old - new) if r is not None}
+        came = {r.path: r for r in map(parse, new - old) if r is not None}
         changes: list[Change] = []
-        for rel_dir in sorted(set(now.dirs) | set(self.base.dirs)):
-            old, new = self.base.dirs.get(rel_dir), now.dirs.get(rel_dir)
-            same = old is not None and new is not None and old.names == new.names and old.sigs == new.sigs
-            if same and rel_dir not in self.racy_dirs:
+        for rel in sorted(set(gone) | set(came) | self.racy):
+            if rel in self.exclude:
                 continue
-            a = old.as_dict() if old is not None else {}
-            b = new.as_dict() if new is not None else {}
-            for name in sorted(set(a) | set(b)):
-                rel = f"{rel_dir}/{name}" if rel_dir else name
-                before, after = a.get(name), b.get(name)
-                if before is None and after is not None:
-                    changes.append(Change(rel, "created", None, after[1]))
-                elif after is None and before is not None:
-                    changes.append(Change(rel, "deleted", before[1], None))
-                elif before is not None and after is not None:
-                    if before[0] == after[0] and rel not in self.racy:
-                        continue
-                    kept = self.store.get(rel)
-                    if kept is not None and before[1] == after[1] and kept == read_content(self.root / rel):
-                        continue  # touched, or racy and untouched: the content decides
-                    changes.append(Change(rel, "modified", before[1], after[1]))
+            before, after = gone.get(rel), came.get(rel)
+            if before is None and after is None:  # racy and its stat unchanged: content decides
+                kept = self.store.get(rel)
+                if kept is None or kept == read_content(self.root / rel):
+                    continue
+                mode = self._mode_of(rel)
+                changes.append(Change(rel, "modified", mode, mode))
+            elif before is None and after is not None:
+                changes.append(Change(rel, "created", None, after.mode))
+            elif after is None and before is not None:
+                changes.append(Change(rel, "deleted", before.mode, None))
+            elif before is not None and after is not None:
+                kept = self.store.get(rel)
+                if kept is not None and before.mode == after.mode and kept == read_content(self.root / rel):
+                    continue  # touched: the content is what it was
+                changes.append(Change(rel, "modified", before.mode, after.mode))
         return changes
+
+    def _mode_of(self, rel: str) -> int | None:
+        rec = self.base.find(rel)
+        return rec.mode if rec is not None else None
