@@ -30,7 +30,7 @@ def _tree(root: Path, extra_files: int = 0) -> None:
     for n in range(extra_files):
         (root / f"bulk/{n % 40}").mkdir(parents=True, exist_ok=True)
         (root / f"bulk/{n % 40}/f{n}.txt").write_text(f"{n}\n")
-    time.sleep(2 * workspace_stat.RACY_NS / 1e9)  # out of the snapshot's racy window
+    time.sleep(2 * workspace_stat.TICK_NS / 1e9)  # older than the baseline's clock tick
 
 
 def _git_init(root: Path) -> None:
@@ -108,27 +108,15 @@ def test_same_size_edit_with_mtime_put_back_is_found(tmp_path: Path) -> None:
     assert snap.changed_files() == ["bulk/5/f5.txt"]  # the ctime moved: no call can set it back
 
 
-def test_racy_file_is_read_at_the_baseline_and_decided_by_content(tmp_path: Path) -> None:
+def test_a_file_changed_in_the_baselines_own_tick_counts_as_changed(tmp_path: Path) -> None:
     project = tmp_path / "p"
     _tree(project, extra_files=workspace_stat.EAGER_FILES + 10)
-    fresh = project / "fresh.txt"
-    fresh.write_text("one\n")  # written in the same clock tick as the walk (well within 20 ms)
-    # the walk's own tick: a walk that starts at the file's ctime counts it as racy
-    base = workspace_stat.walk(project, use_find=workspace_stat.find_works(project))
-    base.start_ns = os.stat(fresh).st_ctime_ns
-    assert [rel for rel, _ in base.racy()] == ["fresh.txt"]
     snap = WorkspaceSnapshot.take(project)
     assert snap.stat is not None
-    if "fresh.txt" not in snap.stat.racy:
-        pytest.skip("the machine took longer than one clock tick between the write and the walk")
-    assert snap.stat.store.get("fresh.txt") == b"one\n"
-    assert snap.changed_files() == []  # racy but untouched: the content says unchanged
-    mtime = os.stat(fresh).st_mtime_ns
-    fresh.write_text("two\n")
-    os.utime(fresh, ns=(mtime, mtime))
-    snap.changed()
-    assert snap.changed_files() == ["fresh.txt"]
-    assert "-one\n+two\n" in snap.diff()
+    # a ctime within one coarse clock tick of the baseline cannot be told from a later change
+    stamp = snap.stat.since_ns - workspace_stat.TICK_NS // 2
+    assert snap.stat._changed_since(stamp) and not snap.stat._changed_since(stamp - workspace_stat.TICK_NS)
+    assert snap.changed_files() == []
 
 
 def test_touch_with_a_kept_copy_is_not_a_change(tmp_path: Path) -> None:
@@ -207,14 +195,21 @@ def test_run_in_a_large_tree_keeps_tool_writes_and_sees_shell_writes(project: Pa
 
 
 @pytest.mark.skipif(not workspace_stat.find_works(Path(".")), reason="no GNU find")
-def test_python_walker_writes_the_records_find_writes(tmp_path: Path) -> None:
+def test_python_walker_finds_what_find_finds(tmp_path: Path) -> None:
     project = tmp_path / "p"
     _tree(project)
     (project / "with space.txt").write_text("s\n")
     os.symlink("src/keep.py", project / "link")
     (project / "node_modules").mkdir()
     (project / "node_modules/skip.js").write_text("x\n")
-    by_find = workspace_stat.walk(project, use_find=True).records()
-    assert by_find == workspace_stat.walk(project, use_find=False).records()
-    paths = sorted(r.path for r in map(workspace_stat.parse, by_find) if r is not None)
-    assert paths == ["gone.txt", "link", "run.sh", "src/edit.py", "src/keep.py", "with space.txt"]
+    by_find = WorkspaceSnapshot.take(project)
+    by_python = WorkspaceSnapshot.take(project)
+    assert by_python.stat is not None and by_find.stat is not None
+    by_python.stat.use_find = False
+    by_python.stat.names = b"\0" + workspace_stat._py_walk(project, None)
+    assert sorted(by_python.stat.names.split(b"\0")) == sorted(by_find.stat.names.split(b"\0"))
+    _mutate(project)
+    shutil.rmtree(project / "src")
+    (project / "node_modules/skip.js").write_text("y\n")
+    expected = ["gone.txt", "run.sh", "src/edit.py", "src/keep.py"]
+    assert by_find.changed_files() == by_python.changed_files() == expected

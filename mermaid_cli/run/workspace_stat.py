@@ -1,22 +1,24 @@
-"""The workspace snapshot of a tree that is not a git repository: stat records, not copies.
+"""The workspace snapshot of a tree that is not a git repository: names and ctimes, not copies.
 
-The baseline is one walk (`find -printf`, in its own process; a Python walker without GNU find)
-that keeps one short record a file: size, mtime, ctime, inode, permissions, type, path — about
-80 bytes a file, no content. Comparing walks again and takes the set difference of the records:
-only files whose record changed are looked at further.
+Any change to a file — content, mode, a rename onto it, a creation — sets its ctime to "now", and
+no user call can set a ctime back. So the baseline needs no stat of any file: it is the list of
+names (`find -printf '%y %P'`, which reads directories only), plus the moment it finished. At the
+end one `find -newerct` (its own process: C, the other core) prints only what changed since then:
+files whose ctime is newer are created or modified, directories whose ctime is newer lost or
+gained entries, and their baseline children tell what was deleted. The Python side costs what
+changed; what exists costs one directory read and one stat a file inside `find`.
 
-Content before the run is what a diff needs for a modified or deleted file, and it is kept only
-where it is cheap (`ContentStore`):
-- a small tree (<= EAGER_FILES files, <= EAGER_BYTES) is read into memory at the baseline;
-- a file a tool is about to change is read just before (`keep`, wired to the tools' checkpoint
-  hook) while its stat still matches the baseline;
-- a "racy" file, whose ctime falls in the walk's own clock tick (an edit in that tick could leave
-  size, mtime and ctime all equal), is read at the baseline so its content decides later.
-A file a shell command modified or deleted in a bigger tree has no earlier copy: it is reported as
-changed, and the diff carries a note instead of a hunk (use git for exact diffs of large trees).
-A record change without a kept copy counts as a change (`touch` counts); with a copy the content
-decides. A same-size edit with the mtime put back is still caught by the ctime, which no user
-call can set back.
+The edge: a file changed in the same clock tick as the baseline ended (the kernel's file clock is
+coarse: a jiffy, or whole seconds on some filesystems) cannot be told from one changed just after,
+so it counts as changed (reported too often, never missed). Same size and mtime put back: the
+ctime still moved, so the edit is found.
+
+Content before the run is what a diff needs for a modified or deleted file; it is kept only where
+it is cheap (`ContentStore`): all of a small tree (<= EAGER_FILES, <= EAGER_BYTES) at the
+baseline, and a file a tool is about to change (`keep`, wired to the tools' checkpoint hook) while
+its ctime says it is still the baseline's. A file a shell command modified or deleted in a bigger
+tree has no earlier copy: it is reported, and the diff carries a note instead of a hunk (use git
+for exact diffs of large trees). With a kept copy the content decides (`touch` is no change).
 """
 
 from __future__ import annotations
@@ -33,86 +35,34 @@ SKIP_DIRS = frozenset(
     {".git", ".mermaid", "__pycache__", "node_modules", ".venv", ".tox", ".mypy_cache", ".pytest_cache"}
 )
 MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are never copied: the diff names them only
-KEEP_BUDGET = 32 * 1024 * 1024  # all kept content together (tool writes and racy files)
+KEEP_BUDGET = 32 * 1024 * 1024  # all kept content together
 EAGER_FILES = 1000
 EAGER_BYTES = 4 * 1024 * 1024
-#: ctime within this of the walk's start: the same coarse clock tick (jiffies are ≤ 10 ms)
-RACY_NS = 20_000_000
-RACY_COARSE_NS = 2_000_000_000  # a filesystem with whole-second timestamps
+#: the kernel stamps ctimes from a coarse clock (a jiffy, <= 10 ms) that lags the fine one
+TICK_NS = 20_000_000
+COARSE_TICK_NS = 2_000_000_000  # a filesystem with whole-second timestamps
+NAMES_FORMAT = r"%y %P\0"
+CHANGED_FORMAT = r"%y %m %C@ %P\0"
 
 
-FIND_FORMAT = r"%s %T@ %C@ %i %m %y %P\0"
+def _prune() -> list[str]:
+    names: list[str] = []
+    for name in sorted(SKIP_DIRS):
+        names += ["-o", "-name", name] if names else ["-name", name]
+    return [".", "-mindepth", "1", "(", "-type", "d", "(", *names, ")", "-prune", ")", "-o"]
 
 
-@dataclass
-class Walk:
-    """One record a file: `size mtime ctime inode perms type path`, NUL-terminated, as `find
-    -printf` writes it (the fallback walker writes the same). Paths come last, so they may hold
-    spaces; comparing two walks is a set difference of records."""
-
-    raw: bytes
-    start_ns: int
-
-    @property
-    def count(self) -> int:
-        return self.raw.count(b"\0")
-
-    def records(self) -> set[bytes]:
-        out = set(self.raw.split(b"\0"))
-        out.discard(b"")
-        return out
-
-    def racy(self) -> list[tuple[str, int]]:
-        """(path, size) of files whose ctime may fall in the walk's own clock tick."""
-        first = (self.start_ns - RACY_COARSE_NS) // 1_000_000_000
-        last = time.time_ns() // 1_000_000_000 + 1
-        seconds = b"|".join(str(s).encode() for s in range(first, last + 1))
-        pattern = re.compile(rb"(?:^|\0)(\d+ \S+ (?:" + seconds + rb")\.\d+ [^\0]*)")
-        out = []
-        for match in pattern.finditer(self.raw):
-            rec = parse(match.group(1))
-            if rec is None:
-                continue
-            margin = RACY_COARSE_NS if rec.ctime_ns % 1_000_000_000 == 0 else RACY_NS
-            if rec.ctime_ns >= self.start_ns - margin:
-                out.append((rec.path, rec.size))
-        return out
-
-    def find(self, rel: str) -> Record | None:
-        """The record of one path (a scan of the raw bytes, for the few files tools announce)."""
-        needle = b" " + rel.encode("utf-8", "surrogateescape") + b"\0"
-        at = self.raw.find(needle)
-        while at >= 0:
-            begin = self.raw.rfind(b"\0", 0, at) + 1
-            rec = parse(self.raw[begin : at + len(needle) - 1])
-            if rec is not None and rec.path == rel:
-                return rec
-            at = self.raw.find(needle, at + 1)
-        return None
-
-
-@dataclass(frozen=True)
-class Record:
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    ino: int
-    perms: int
-    kind: str  # f (regular) | l (symlink)
-    path: str
-
-    def same_as(self, st: os.stat_result) -> bool:
-        return (self.size, self.mtime_ns, self.ctime_ns, self.ino, self.perms) == (
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ctime_ns,
-            st.st_ino,
-            st.st_mode & 0o7777,
+def find_works(root: Path) -> bool:
+    try:
+        proc = subprocess.run(
+            ["find", ".", "-maxdepth", "0", "-newerct", "@0", "-printf", CHANGED_FORMAT],
+            cwd=root,
+            capture_output=True,
+            timeout=30,
         )
-
-    @property
-    def mode(self) -> int:
-        return (stat.S_IFLNK if self.kind == "l" else stat.S_IFREG) | self.perms
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and proc.stdout.startswith(b"d ")
 
 
 def _ns(text: bytes) -> int:
@@ -120,54 +70,20 @@ def _ns(text: bytes) -> int:
     return int(sec) * 1_000_000_000 + int((frac[:9] or b"0").ljust(9, b"0"))
 
 
-def parse(rec: bytes) -> Record | None:
-    parts = rec.split(b" ", 6)
-    if len(parts) != 7:
-        return None
-    try:
-        return Record(
-            int(parts[0]),
-            _ns(parts[1]),
-            _ns(parts[2]),
-            int(parts[3]),
-            int(parts[4], 8),
-            parts[5].decode(),
-            parts[6].decode("utf-8", "surrogateescape"),
-        )
-    except ValueError:
-        return None
-
-
-def walk(root: Path, *, use_find: bool) -> Walk:
-    """Every regular file and symlink under `root`, SKIP_DIRS pruned. `find` does the stat calls
-    in its own process (C, the other core); the Python walker is the fallback (no GNU find)."""
-    start = time.time_ns()
-    if use_find:
-        prune: list[str] = []
-        for name in sorted(SKIP_DIRS):
-            prune += ["-o", "-name", name] if prune else ["-name", name]
-        cmd = ["find", ".", "-mindepth", "1", "-type", "d", "(", *prune, ")", "-prune", "-o"]
-        cmd += ["(", "-type", "f", "-o", "-type", "l", ")", "-printf", FIND_FORMAT]
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, timeout=600)
-        return Walk(proc.stdout, start)  # unreadable subdirectories are left out, as below
-    return Walk(b"".join(_py_records(root)), start)
-
-
-def find_works(root: Path) -> bool:
-    try:
-        proc = subprocess.run(
-            ["find", ".", "-maxdepth", "0", "-printf", FIND_FORMAT], cwd=root, capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return proc.returncode == 0 and proc.stdout.endswith(b" d \0")
-
-
 def _stamp(ns: int) -> bytes:
     return b"%d.%09d0" % divmod(ns, 1_000_000_000)
 
 
-def _py_records(root: Path) -> list[bytes]:
+def _type(mode: int) -> bytes | None:
+    if stat.S_ISDIR(mode):
+        return b"d"
+    if stat.S_ISLNK(mode):
+        return b"l"
+    return b"f" if stat.S_ISREG(mode) else None
+
+
+def _py_walk(root: Path, since_ns: int | None) -> bytes:
+    """What the two `find` calls print, for a system without GNU find."""
     out: list[bytes] = []
     stack = [""]
     while stack:
@@ -180,29 +96,24 @@ def _py_records(root: Path) -> list[bytes]:
             for entry in it:
                 rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                 try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS:
-                            stack.append(rel)
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if is_dir and entry.name in SKIP_DIRS:
+                        continue
+                    if is_dir:
+                        stack.append(rel)
+                    if since_ns is None:
+                        kind = b"d" if is_dir else _type(entry.stat(follow_symlinks=False).st_mode)
+                        if kind is not None:
+                            out.append(b"%s %s\0" % (kind, rel.encode("utf-8", "surrogateescape")))
                         continue
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                kind = b"l" if stat.S_ISLNK(st.st_mode) else b"f" if stat.S_ISREG(st.st_mode) else None
-                if kind is None:
-                    continue
-                out.append(
-                    b"%d %s %s %d %o %s %s\0"
-                    % (
-                        st.st_size,
-                        _stamp(st.st_mtime_ns),
-                        _stamp(st.st_ctime_ns),
-                        st.st_ino,
-                        st.st_mode & 0o7777,
-                        kind,
-                        rel.encode("utf-8", "surrogateescape"),
-                    )
-                )
-    return out
+                kind = _type(st.st_mode)
+                if kind is not None and st.st_ctime_ns > since_ns:
+                    name = rel.encode("utf-8", "surrogateescape")
+                    out.append(b"%s %o %s %s\0" % (kind, st.st_mode & 0o7777, _stamp(st.st_ctime_ns), name))
+    return b"".join(out)
 
 
 def read_content(path: Path) -> bytes | None:
@@ -216,22 +127,31 @@ def read_content(path: Path) -> bytes | None:
 
 
 class ContentStore:
-    """Content of files as they were at the baseline, kept in memory within KEEP_BUDGET."""
+    """Content (and mode) of files as they were at the baseline, in memory within KEEP_BUDGET."""
 
     def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
+        self.data: dict[str, tuple[bytes, int]] = {}
         self.used = 0
 
-    def put(self, rel: str, path: Path, size: int) -> None:
-        if rel in self.data or size > MAX_FILE_BYTES or self.used + size > KEEP_BUDGET:
+    def put(self, rel: str, path: Path) -> None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if rel in self.data or st.st_size > MAX_FILE_BYTES or self.used + st.st_size > KEEP_BUDGET:
             return
         content = read_content(path)
         if content is not None:
-            self.data[rel] = content
+            self.data[rel] = (content, st.st_mode)
             self.used += len(content)
 
     def get(self, rel: str) -> bytes | None:
-        return self.data.get(rel)
+        kept = self.data.get(rel)
+        return kept[0] if kept is not None else None
+
+    def mode(self, rel: str) -> int | None:
+        kept = self.data.get(rel)
+        return kept[1] if kept is not None else None
 
 
 @dataclass
@@ -246,60 +166,101 @@ class StatSnapshot:
     def __init__(self, root: Path, exclude: frozenset[str]) -> None:
         self.root = root
         self.exclude = exclude
-        self.use_find = find_works(root)  # one walker for both walks: their records must match
-        self.base = walk(root, use_find=self.use_find)
+        self.use_find = find_works(root)  # one walker for both walks
+        if self.use_find:
+            cmd = ["find", *_prune(), "-printf", NAMES_FORMAT]
+            names = subprocess.run(cmd, cwd=root, capture_output=True, timeout=600).stdout
+        else:
+            names = _py_walk(root, None)
+        self.names = b"\0" + names  # every record starts after a NUL: one regex anchors them all
+        self.since_ns = time.time_ns()  # any later change stamps a ctime from here on
         self.store = ContentStore()
-        self.racy = {rel for rel, _ in self.base.racy() if rel not in exclude}
-        count = self.base.count
-        if count <= EAGER_FILES:
-            recs = [r for r in map(parse, self.base.records()) if r is not None and r.path not in exclude]
-            if sum(r.size for r in recs) <= EAGER_BYTES:
-                for r in recs:
-                    self.store.put(r.path, root / r.path, r.size)
-        for rel in self.racy:
-            rec = self.base.find(rel)
-            if rec is not None:
-                self.store.put(rel, root / rel, rec.size)
+        files = re.findall(rb"\0[fl] ([^\0]*)", self.names)
+        if len(files) <= EAGER_FILES:
+            paths = [root / f.decode("utf-8", "surrogateescape") for f in files]
+            if sum(p.lstat().st_size for p in paths if p.exists() or p.is_symlink()) <= EAGER_BYTES:
+                for path in paths:
+                    self.store.put(path.relative_to(root).as_posix(), path)
+
+    def _existed(self, rel: str, kinds: bytes = b"fl") -> bool:
+        name = rel.encode("utf-8", "surrogateescape")
+        return any(self.names.find(b"\0%c %s\0" % (k, name)) >= 0 for k in kinds)
+
+    def _children(self, rel_dir: str) -> dict[str, bytes]:
+        """The baseline's direct children of a directory: name -> type."""
+        prefix = re.escape(rel_dir.encode("utf-8", "surrogateescape") + b"/") if rel_dir else b""
+        found = re.findall(rb"\0([dfl]) " + prefix + rb"([^/\0]+)(?=\0)", self.names)
+        return {name.decode("utf-8", "surrogateescape"): kind for kind, name in found}
+
+    def _under(self, rel_dir: str) -> list[str]:
+        prefix = re.escape(rel_dir.encode("utf-8", "surrogateescape") + b"/")
+        return [
+            m.decode("utf-8", "surrogateescape")
+            for m in re.findall(rb"\0[fl] (" + prefix + rb"[^\0]*)", self.names)
+        ]
+
+    def _changed_since(self, rec_ctime: int) -> bool:
+        tick = COARSE_TICK_NS if rec_ctime % 1_000_000_000 == 0 else TICK_NS
+        return rec_ctime > self.since_ns - tick
 
     def keep(self, paths: list[Path]) -> None:
-        """Read the files a tool is about to change, while they still hold their baseline content."""
+        """Read the files a tool is about to change, while their ctime says they are the baseline's."""
         for path in paths:
             try:
                 rel = Path(os.path.realpath(path.parent), path.name).relative_to(self.root).as_posix()
                 st = os.lstat(path)
             except (ValueError, OSError):
                 continue
-            base = self.base.find(rel)
-            if rel not in self.store.data and base is not None and base.same_as(st):
-                self.store.put(rel, path, base.size)
+            if not self._changed_since(st.st_ctime_ns) and self._existed(rel):
+                self.store.put(rel, path)
+
+    def _now(self) -> list[tuple[bytes, int, int, str]]:
+        since = self.since_ns - COARSE_TICK_NS
+        if self.use_find:
+            stamp = _stamp(since).decode()
+            cmd = ["find", *_prune(), "-newerct", f"@{stamp}", "-printf", CHANGED_FORMAT]
+            raw = subprocess.run(cmd, cwd=self.root, capture_output=True, timeout=600).stdout
+        else:
+            raw = _py_walk(self.root, since)
+        out = []
+        for rec in raw.split(b"\0"):
+            parts = rec.split(b" ", 3)
+            if len(parts) == 4:
+                out.append(
+                    (parts[0], int(parts[1], 8), _ns(parts[2]), parts[3].decode("utf-8", "surrogateescape"))
+                )
+        return out
 
     def compare(self) -> list[Change]:
-        now = walk(self.root, use_find=self.use_find)
-        old, new = self.base.records(), now.records()
-        gone = {r.path: r for r in map(parse, old - new) if r is not None}
-        came = {r.path: r for r in map(parse, new - old) if r is not None}
-        changes: list[Change] = []
-        for rel in sorted(set(gone) | set(came) | self.racy):
-            if rel in self.exclude:
+        changed: dict[str, Change] = {}
+        dirs: list[str] = []
+        try:
+            if self._changed_since(os.lstat(self.root).st_ctime_ns):
+                dirs.append("")
+        except OSError:
+            pass
+        for kind, perms, ctime, rel in self._now():
+            if not self._changed_since(ctime):
                 continue
-            before, after = gone.get(rel), came.get(rel)
-            if before is None and after is None:  # racy and its stat unchanged: content decides
-                kept = self.store.get(rel)
-                if kept is None or kept == read_content(self.root / rel):
+            if kind == b"d":
+                dirs.append(rel)
+                continue
+            mode = (stat.S_IFLNK if kind == b"l" else stat.S_IFREG) | perms
+            if not self._existed(rel):
+                changed[rel] = Change(rel, "created", None, mode)
+                continue
+            old_mode, kept = self.store.mode(rel), self.store.get(rel)
+            if kept is not None and old_mode == mode and kept == read_content(self.root / rel):
+                continue  # touched: the content is what it was
+            changed[rel] = Change(rel, "modified", old_mode, mode)
+        for rel_dir in dirs:
+            here = self.root / rel_dir if rel_dir else self.root
+            for name, kind in self._children(rel_dir).items():
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if os.path.lexists(here / name) and (kind != b"d" or os.path.isdir(here / name)):
                     continue
-                mode = self._mode_of(rel)
-                changes.append(Change(rel, "modified", mode, mode))
-            elif before is None and after is not None:
-                changes.append(Change(rel, "created", None, after.mode))
-            elif after is None and before is not None:
-                changes.append(Change(rel, "deleted", before.mode, None))
-            elif before is not None and after is not None:
-                kept = self.store.get(rel)
-                if kept is not None and before.mode == after.mode and kept == read_content(self.root / rel):
-                    continue  # touched: the content is what it was
-                changes.append(Change(rel, "modified", before.mode, after.mode))
-        return changes
-
-    def _mode_of(self, rel: str) -> int | None:
-        rec = self.base.find(rel)
-        return rec.mode if rec is not None else None
+                gone = self._under(rel) if kind == b"d" else [rel]
+                for path in gone:
+                    if not os.path.lexists(self.root / path) and path not in changed:
+                        changed[path] = Change(path, "deleted", self.store.mode(path), None)
+        return [changed[rel] for rel in sorted(changed) if rel not in self.exclude]
