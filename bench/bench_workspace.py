@@ -7,7 +7,8 @@ Builds non-git trees of 30,000 files (4 KB each, 122 MB, the issue's tree) and 3
 reused between calls), then runs the replay demo (`write_file hello.txt`, one tool turn) through
 `mermaid exec --json` in each tree and in an empty directory. "added" = median run in the tree -
 median run in the empty directory. `--git` also times a git repository of the 30,000-file tree.
-Also printed: the snapshot's own phases in-process (baseline walk, comparison after the run).
+Also printed: the snapshot's own phases in-process (baseline walk, comparison after the run)
+and their CPU seconds (with the find/git children): on a loaded machine wall times inflate.
 Targets: 30,000 files add <= 0.3 s, 300,000 files <= 2 s, no copy of the tree. Asserts nothing.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -72,10 +74,17 @@ def run_once(exe: str, cwd: Path, data: Path) -> float:
     return wall
 
 
-def phases(root: Path) -> tuple[float, float]:
-    """Baseline and comparison of the snapshot itself, in this process."""
+def _cpu() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def phases(root: Path) -> tuple[float, float, float]:
+    """Baseline and comparison of the snapshot itself, in this process: wall s, wall s, CPU s
+    (this process and its `find`/`git` children: what a quiet machine would take at most)."""
     from mermaid_cli.run.workspace_diff import WorkspaceSnapshot
 
+    cpu = _cpu()
     start = time.perf_counter()
     snap = WorkspaceSnapshot.take(root)
     taken = time.perf_counter() - start
@@ -85,7 +94,7 @@ def phases(root: Path) -> tuple[float, float]:
     compared = time.perf_counter() - start
     snap.close()
     (root / "hello.txt").unlink()
-    return taken, compared
+    return taken, compared, _cpu() - cpu
 
 
 def main() -> None:
@@ -116,12 +125,17 @@ def main() -> None:
     data = work / "data"
     base = statistics.median(run_once(exe, empty, data) for _ in range(args.runs))
     print(f"empty directory: {base:.3f} s a run (median of {args.runs})")
-    print(f"{'tree':<24}{'run s':>8}{'added s':>10}{'target s':>10}{'walk s':>9}{'compare s':>11}")
+    print(
+        f"{'tree':<24}{'run s':>8}{'added s':>10}{'target s':>10}{'walk s':>9}{'compare s':>11}{'cpu s':>8}"
+    )
     for label, tree, target in cases:
         wall = statistics.median(run_once(exe, tree, data) for _ in range(args.runs))
-        taken, compared = phases(tree)
+        taken, compared, cpu = phases(tree)
         shown = f"{target:.2f}" if target is not None else "-"
-        print(f"{label:<24}{wall:>8.3f}{wall - base:>10.3f}{shown:>10}{taken:>9.3f}{compared:>11.3f}")
+        row = (
+            f"{label:<24}{wall:>8.3f}{wall - base:>10.3f}{shown:>10}{taken:>9.3f}{compared:>11.3f}{cpu:>8.3f}"
+        )
+        print(row)
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -27,6 +27,7 @@ import os
 import re
 import stat
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,15 +42,38 @@ EAGER_BYTES = 4 * 1024 * 1024
 #: the kernel stamps ctimes from a coarse clock (a jiffy, <= 10 ms) that lags the fine one
 TICK_NS = 20_000_000
 COARSE_TICK_NS = 2_000_000_000  # a filesystem with whole-second timestamps
-NAMES_FORMAT = r"%y %P\0"
-CHANGED_FORMAT = r"%y %m %C@ %P\0"
+NAMES_FORMAT = r"%y %p\0"
+CHANGED_FORMAT = r"%y %m %C@ %p\0"
 
 
 def _prune() -> list[str]:
     names: list[str] = []
     for name in sorted(SKIP_DIRS):
         names += ["-o", "-name", name] if names else ["-name", name]
-    return [".", "-mindepth", "1", "(", "-type", "d", "(", *names, ")", "-prune", ")", "-o"]
+    return ["(", "-type", "d", "(", *names, ")", "-prune", ")", "-o"]
+
+
+def run_find(root: Path, expression: list[str]) -> bytes:
+    """`find` over the tree, split by top-level entry into one process a core (the stat calls of
+    a large tree are most of the cost); paths are printed relative to `root`."""
+    try:
+        top = sorted(os.listdir(root))
+    except OSError:
+        return b""
+    groups = max(1, min(os.cpu_count() or 1, 4, len(top)))
+    procs = []
+    for n in range(groups):
+        starts = [f"./{name}" for name in top[n::groups]]  # ./: a name may start with "-"
+        out = tempfile.TemporaryFile()
+        cmd = ["find", *starts, *_prune(), *expression]
+        procs.append((subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.DEVNULL), out))
+    chunks = []
+    for proc, out in procs:
+        proc.wait(timeout=600)
+        out.seek(0)
+        chunks.append(out.read())
+        out.close()
+    return b"".join(chunks)
 
 
 def find_works(root: Path) -> bool:
@@ -168,8 +192,8 @@ class StatSnapshot:
         self.exclude = exclude
         self.use_find = find_works(root)  # one walker for both walks
         if self.use_find:
-            cmd = ["find", *_prune(), "-printf", NAMES_FORMAT]
-            names = subprocess.run(cmd, cwd=root, capture_output=True, timeout=600).stdout
+            raw = run_find(root, ["-printf", NAMES_FORMAT])
+            names = re.sub(rb"(^|\0)([a-z]) \./", rb"\1\2 ", raw)  # find prints ./NAME
         else:
             names = _py_walk(root, None)
         self.names = b"\0" + names  # every record starts after a NUL: one regex anchors them all
@@ -218,16 +242,16 @@ class StatSnapshot:
         since = self.since_ns - COARSE_TICK_NS
         if self.use_find:
             stamp = _stamp(since).decode()
-            cmd = ["find", *_prune(), "-newerct", f"@{stamp}", "-printf", CHANGED_FORMAT]
-            raw = subprocess.run(cmd, cwd=self.root, capture_output=True, timeout=600).stdout
+            raw = run_find(self.root, ["-newerct", f"@{stamp}", "-printf", CHANGED_FORMAT])
         else:
             raw = _py_walk(self.root, since)
         out = []
         for rec in raw.split(b"\0"):
             parts = rec.split(b" ", 3)
             if len(parts) == 4:
+                path = parts[3][2:] if self.use_find else parts[3]  # find prints ./NAME
                 out.append(
-                    (parts[0], int(parts[1], 8), _ns(parts[2]), parts[3].decode("utf-8", "surrogateescape"))
+                    (parts[0], int(parts[1], 8), _ns(parts[2]), path.decode("utf-8", "surrogateescape"))
                 )
         return out
 
