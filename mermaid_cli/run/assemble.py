@@ -58,11 +58,12 @@ def cached_registry(settings: Settings, env: Mapping[str, str], *, interactive: 
     except OSError:
         return build()
     cache_dir = data_dir(env) / "cache" / "tool-specs"
-    cached = spec_cache.load(cache_dir, key)
+    cached = spec_cache.load(cache_dir, key) or spec_cache.load(spec_cache.SHARED_DIR, key)
     if cached is not None:
         return spec_cache.CachedRegistry(cached[0], cached[1], build)
     registry = build()
     spec_cache.save(cache_dir, key, registry)
+    spec_cache.save(spec_cache.SHARED_DIR, key, registry)
     return registry
 
 

@@ -128,7 +128,7 @@ def _py_walk(root: Path, since_ns: int | None) -> bytes:
                     if since_ns is None:
                         kind = b"d" if is_dir else _type(entry.stat(follow_symlinks=False).st_mode)
                         if kind is not None:
-                            out.append(b"%s %s\0" % (kind, rel.encode("utf-8", "surrogateescape")))
+                            out.append(b"%s ./%s\0" % (kind, rel.encode("utf-8", "surrogateescape")))
                         continue
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
@@ -136,7 +136,7 @@ def _py_walk(root: Path, since_ns: int | None) -> bytes:
                 kind = _type(st.st_mode)
                 if kind is not None and st.st_ctime_ns > since_ns:
                     name = rel.encode("utf-8", "surrogateescape")
-                    out.append(b"%s %o %s %s\0" % (kind, st.st_mode & 0o7777, _stamp(st.st_ctime_ns), name))
+                    out.append(b"%s %o %s ./%s\0" % (kind, st.st_mode & 0o7777, _stamp(st.st_ctime_ns), name))
     return b"".join(out)
 
 
@@ -192,15 +192,14 @@ class StatSnapshot:
         self.exclude = exclude
         self.use_find = find_works(root)  # one walker for both walks
         if self.use_find:
-            raw = run_find(root, ["-printf", NAMES_FORMAT])
-            names = re.sub(rb"(^|\0)([a-z]) \./", rb"\1\2 ", raw)  # find prints ./NAME
+            names = run_find(root, ["-printf", NAMES_FORMAT])  # records are `TYPE ./PATH`
         else:
             names = _py_walk(root, None)
         self.names = b"\0" + names  # every record starts after a NUL: one regex anchors them all
         self.since_ns = time.time_ns()  # any later change stamps a ctime from here on
         self.store = ContentStore()
-        files = re.findall(rb"\0[fl] ([^\0]*)", self.names)
-        if len(files) <= EAGER_FILES:
+        if self.names.count(b"\0f ") + self.names.count(b"\0l ") <= EAGER_FILES:
+            files = re.findall(rb"\0[fl] \./([^\0]*)", self.names)
             paths = [root / f.decode("utf-8", "surrogateescape") for f in files]
             if sum(p.lstat().st_size for p in paths if p.exists() or p.is_symlink()) <= EAGER_BYTES:
                 for path in paths:
@@ -208,19 +207,19 @@ class StatSnapshot:
 
     def _existed(self, rel: str, kinds: bytes = b"fl") -> bool:
         name = rel.encode("utf-8", "surrogateescape")
-        return any(self.names.find(b"\0%c %s\0" % (k, name)) >= 0 for k in kinds)
+        return any(self.names.find(b"\0%c ./%s\0" % (k, name)) >= 0 for k in kinds)
 
     def _children(self, rel_dir: str) -> dict[str, bytes]:
         """The baseline's direct children of a directory: name -> type."""
         prefix = re.escape(rel_dir.encode("utf-8", "surrogateescape") + b"/") if rel_dir else b""
-        found = re.findall(rb"\0([dfl]) " + prefix + rb"([^/\0]+)(?=\0)", self.names)
+        found = re.findall(rb"\0([dfl]) \./" + prefix + rb"([^/\0]+)(?=\0)", self.names)
         return {name.decode("utf-8", "surrogateescape"): kind for kind, name in found}
 
     def _under(self, rel_dir: str) -> list[str]:
         prefix = re.escape(rel_dir.encode("utf-8", "surrogateescape") + b"/")
         return [
             m.decode("utf-8", "surrogateescape")
-            for m in re.findall(rb"\0[fl] (" + prefix + rb"[^\0]*)", self.names)
+            for m in re.findall(rb"\0[fl] \./(" + prefix + rb"[^\0]*)", self.names)
         ]
 
     def _changed_since(self, rec_ctime: int) -> bool:
@@ -249,7 +248,7 @@ class StatSnapshot:
         for rec in raw.split(b"\0"):
             parts = rec.split(b" ", 3)
             if len(parts) == 4:
-                path = parts[3][2:] if self.use_find else parts[3]  # find prints ./NAME
+                path = parts[3][2:]  # both walkers print ./NAME
                 out.append(
                     (parts[0], int(parts[1], 8), _ns(parts[2]), path.decode("utf-8", "surrogateescape"))
                 )

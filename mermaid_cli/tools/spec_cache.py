@@ -22,6 +22,8 @@ from mermaid_cli.tools.base import Tool, ToolRegistry
 PACKAGE = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("tools", "integrations/web", "config/sections")
 SEARCH_KEYS = ("BRAVE_API_KEY", "TAVILY_API_KEY")
+#: beside the bytecode, shared by every data dir: a run with a fresh $HOME (CI) still finds it
+SHARED_DIR = PACKAGE / "tools" / "__pycache__" / "tool-specs"
 
 
 def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool) -> str:
