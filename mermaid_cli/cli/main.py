@@ -251,7 +251,8 @@ def _exit(code: int) -> None:
         # The run has closed what it opened; the interpreter's teardown (freeing every module) is
         # most of the exit's cost and nothing a caller can see (issue 23: exit <= 20 ms).
         try:
-            sys.stderr.flush()
+            if sys.stderr is not None:
+                sys.stderr.flush()
         except (ValueError, OSError):
             pass
         os._exit(code)

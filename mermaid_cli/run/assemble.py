@@ -58,7 +58,9 @@ def cached_registry(settings: Settings, env: Mapping[str, str], *, interactive: 
     except OSError:
         return build()
     cache_dir = data_dir(env) / "cache" / "tool-specs"
-    cached = spec_cache.load(cache_dir, key) or spec_cache.load(spec_cache.SHARED_DIR, key)
+    cached = spec_cache.load(cache_dir, key)
+    if cached is None and (cached := spec_cache.load(spec_cache.SHARED_DIR, key)) is not None:
+        spec_cache.adopt(spec_cache.SHARED_DIR, cache_dir, key)
     if cached is not None:
         return spec_cache.CachedRegistry(cached[0], cached[1], build)
     registry = build()

@@ -65,6 +65,17 @@ def save(cache_dir: Path, key: str, registry: ToolRegistry) -> None:
         pass  # a cache is an optimisation, never a reason to fail a run
 
 
+def adopt(source: Path, cache_dir: Path, key: str) -> None:
+    """Copy a cache entry found in the shared dir into this data dir's cache."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cache_dir / f".{key}.{os.getpid()}.tmp"
+        tmp.write_bytes((source / f"{key}.json").read_bytes())
+        os.replace(tmp, cache_dir / f"{key}.json")
+    except OSError:
+        pass
+
+
 class CachedRegistry(ToolRegistry):
     """Offers the cached specs until a tool is needed, then loads the real tools."""
 
