@@ -27,6 +27,9 @@ from mermaid_cli.run.workspace_stat import Change, StatSnapshot
 
 #: a comparison that took longer than this is not repeated after every tool batch
 REFRESH_MAX_S = 0.5
+#: comparisons on the worker take at most this share of the run's time so far: a long run of
+#: quick turns compares at the end rather than after every batch
+REFRESH_SHARE = 0.2
 
 
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
@@ -96,6 +99,8 @@ class WorkspaceSnapshot:
         self._result: tuple[int, list[str], list[Change]] | None = None
         self._worker: threading.Thread | None = None
         self._last_cost = 0.0
+        self._born = time.perf_counter()
+        self._spent = 0.0  # seconds of comparisons run on the worker
 
     # -- taking it ----------------------------------------------------------------------------
     @classmethod
@@ -128,16 +133,18 @@ class WorkspaceSnapshot:
         self._generation += 1
         if self._last_cost > REFRESH_MAX_S or (self._worker is not None and self._worker.is_alive()):
             return
+        if self._spent + self._last_cost > REFRESH_SHARE * (time.perf_counter() - self._born):
+            return
         self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
         self._worker.start()
 
     def _refresh(self) -> None:
         try:
-            # another batch may have ended while this one was compared: catch up while cheap
-            while self._last_cost <= REFRESH_MAX_S and (
-                self._result is None or self._result[0] != self._generation
-            ):
+            start = time.perf_counter()
+            try:
                 self._compute()
+            finally:
+                self._spent += time.perf_counter() - start
         except Exception:  # noqa: BLE001 - the final comparison reports any error
             pass
 
