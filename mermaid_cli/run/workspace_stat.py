@@ -69,7 +69,7 @@ def run_find(root: Path, expression: list[str]) -> bytes:
         procs.append((subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.DEVNULL), out))
     chunks = []
     for proc, out in procs:
-        proc.wait(timeout=600)
+        proc.wait()  # a blocking waitpid: wait(timeout=) polls with sleeps of up to 50 ms
         out.seek(0)
         chunks.append(out.read())
         out.close()
