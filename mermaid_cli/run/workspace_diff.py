@@ -3,12 +3,15 @@
 With git, the snapshot is a tree object written through a private index (the user's index and
 work tree are never touched): it starts as a copy of git's own index, so `git add -A` only
 rehashes files whose stat changed; untracked-but-not-ignored files are included and `git diff
---binary` gives a patch `git apply` takes. Without git, `workspace_stat` keeps stat signatures
-and only the content a diff will need (see there for the trade-off).
+--binary` gives a patch `git apply` takes. Without git, `workspace_stat` keeps the names and
+the moment of the snapshot, and only the content a diff will need (see there for the trade-off).
 
 Cost at the end of a run: after each batch of tool calls the runner calls `changed()`; when the
-last comparison was cheap it is redone at once on a worker thread, while the model answers, so
-the end of the run usually finds the answer ready. A large tree is compared once, at the end.
+last comparison was cheap (<= REFRESH_MAX_S) and the worker has used at most REFRESH_SHARE of the
+run's time so far, it is redone at once on a worker thread while the model answers, so the end
+of the run usually finds the answer ready. Otherwise (a large tree, a long run of quick turns) the
+comparison happens once, at the end. A background process, a cancelled call or `--verify` makes
+the runner ask for a fresh one at the end.
 """
 
 from __future__ import annotations
