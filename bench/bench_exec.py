@@ -108,6 +108,7 @@ def main() -> None:
         print(
             f"{label:<20}{med['wall']:>8.3f}{med['first']:>13.3f}{med['bytes'] / 1000:>10.1f}{med['stable'] * 100:>7.0f}%"
         )
+    print(f"{'target':<20}{0.6:>8.3f}{0.35:>13.3f}{16.0:>10.1f}{100:>7.0f}%")
 
 
 if __name__ == "__main__":

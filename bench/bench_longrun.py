@@ -6,7 +6,7 @@
 thread). Every turn reads a 4 KB file; compaction summaries are answered by a `match` line. From
 the server's receive/send timestamps: harness time per turn = next request received - previous
 response sent (our loop, tools, events, session and request building; the model excluded).
-Targets: <= 5 ms per turn at turn 300, memory flat, request bytes bounded by the compaction
+Targets: <= 5 ms per turn at turn 300, RSS <= 60 MB and flat (turns 1/100/300 printed), request bytes bounded by the compaction
 threshold rather than growing with the turn count. Prints numbers; asserts nothing.
 """
 
@@ -158,10 +158,16 @@ def main() -> None:
     for n, rss in samples:
         if rss:
             by_turn[n] = rss
-    for n in (50, 150, args.turns):
+    # issue 23: peak RSS <= 60 MB and flat: turn 300 within 10% of turn 100
+    marks = {}
+    for n in (1, 100, args.turns):
         near = [rss for k, rss in by_turn.items() if abs(k - n) <= 10]
         if near:
-            print(f"RSS near request {n:>3}: {max(near) / 1024:6.1f} MB")
+            marks[n] = max(near) / 1024
+            print(f"RSS near request {n:>3}: {marks[n]:6.1f} MB   (target <= 60 MB, flat)")
+    if 100 in marks and args.turns in marks:
+        growth = marks[args.turns] / marks[100] - 1
+        print(f"RSS growth turn 100 -> {args.turns}: {growth * 100:+.1f}%   (target: flat, <= +10%)")
 
 
 if __name__ == "__main__":

@@ -197,7 +197,7 @@ def main() -> None:
                     f"{label:18s} first request {first['first_request_s'] * 1000:6.1f} ms cold / "
                     f"{warm_first[len(warm_first) // 2] * 1000:5.1f} ms warm | 3 turns {first['total_s'] * 1000:6.1f} ms cold / "
                     f"{warm[len(warm) // 2] * 1000:5.1f} ms warm | first body {first['first_bytes'] / 1024:5.1f} KiB | "
-                    f"stable prefix {first['stable'] * 100:.0f}%"
+                    f"stable prefix {first['stable'] * 100:.0f}%  (targets: first body <= 16 KiB, stable 100%)"
                 )
 
 

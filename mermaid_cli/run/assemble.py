@@ -92,12 +92,15 @@ def cached_registry(
         return build()
     cache_dir = data_dir(env) / "cache" / "tool-specs"
     cached = spec_cache.load(cache_dir, key)
+    if cached is None and (cached := spec_cache.load(spec_cache.SHARED_DIR, key)) is not None:
+        spec_cache.adopt(spec_cache.SHARED_DIR, cache_dir, key)
     if cached is not None:
         from mermaid_cli.tools.filters import ToolFilter
 
         return spec_cache.CachedRegistry(cached[0], cached[1], build, ToolFilter(settings.tools))
     registry = build()
     spec_cache.save(cache_dir, key, registry)
+    spec_cache.save(spec_cache.SHARED_DIR, key, registry)
     return registry
 
 

@@ -34,6 +34,8 @@ class Outcome:
     snapshot: WorkspaceSnapshot | None = None
     #: the run's subagents, one entry each (None: it spawned none)
     agents: list[dict[str, object]] | None = None
+    #: compare the workspace again before reporting (what changed since the last comparison)
+    recompare: bool = False
 
 
 def status_of(outcome: Outcome, settings: Settings | None) -> tuple[str, int]:
@@ -137,6 +139,8 @@ def files_changed_by(
         data_rel = data_dir(io.env).resolve().relative_to(project_root).as_posix() + "/"
     except ValueError:
         data_rel = None
+    if outcome.recompare:
+        snapshot.changed()
     try:
         for path in snapshot.changed_files():
             if data_rel and path.startswith(data_rel):

@@ -135,6 +135,11 @@ class Run:
         # The snapshot runs while the first request is in flight; tools wait for it before running.
         snapshot = asyncio.ensure_future(self._snapshot(parts))
         parts.agent.tools_ready = snapshot
+        from mermaid_cli.run.workspace_diff import keeping, track_tool_batches
+
+        # earlier contents of what tools change, and a refresh after each tool batch (issue 23)
+        parts.ctx.checkpoint = keeping(parts.ctx.checkpoint, lambda: self.snapshot)
+        parts.agent.on_message = track_tool_batches(parts.agent.on_message, lambda: self.snapshot)
         stats = await parts.agent.run(parts.prompt)
         await snapshot
         stats = await verify_rounds(parts, self.out, stats, self.run_errors)
@@ -201,8 +206,15 @@ class Run:
 
         tree = self.draft.tree
         agents = tree.breakdown() if tree is not None and tree.records else None
+        settings = self.draft.settings
         outcome = Outcome(
             error, stats or RunStats(), self.run_errors, self.structured_output, self.snapshot, agents
+        )
+        # a cancelled call, a background process or --verify: the last comparison may be stale
+        outcome.recompare = (
+            not outcome.stats.finished
+            or bool(self.parts is not None and self.parts.ctx.background)
+            or bool(settings is not None and settings.verify.commands)
         )
         return finish(
             outcome,

@@ -1,45 +1,90 @@
 """What a run changed in the project: a snapshot before the run and a unified diff after it.
 
 With git, the snapshot is a tree object written through a private index (the user's index and
-work tree are never touched), so untracked-but-not-ignored files are included and `git diff
---binary` gives a patch `git apply` takes. Without git, small files are copied aside and compared
-with difflib (`patch -p1` or `git apply` applies the result).
+work tree are never touched): it starts as a copy of git's own index, so `git add -A` only
+rehashes files whose stat changed; untracked-but-not-ignored files are included and `git diff
+--binary` gives a patch `git apply` takes. Without git, `workspace_stat` keeps the names and
+the moment of the snapshot, and only the content a diff will need (see there for the trade-off).
+
+Cost at the end of a run: after each batch of tool calls the runner calls `changed()`; when the
+last comparison was cheap (<= REFRESH_MAX_S) and the worker has used at most REFRESH_SHARE of the
+run's time so far, it is redone at once on a worker thread while the model answers, so the end
+of the run usually finds the answer ready. Otherwise (a large tree, a long run of quick turns) the
+comparison happens once, at the end. A background process, a cancelled call or `--verify` makes
+the runner ask for a fresh one at the end.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-SKIP_DIRS = {
-    ".git",
-    ".mermaid",
-    "__pycache__",
-    "node_modules",
-    ".venv",
-    ".tox",
-    ".mypy_cache",
-    ".pytest_cache",
-}
-MAX_FILES = 20_000
-MAX_FILE_BYTES = 2 * 1024 * 1024
-MAX_COPY_BYTES = 64 * 1024 * 1024  # past this, files are compared by size and mtime only
+from mermaid_cli.run.workspace_stat import Change, StatSnapshot
+
+#: a comparison that took longer than this is not repeated after every tool batch
+REFRESH_MAX_S = 0.5
+#: comparisons on the worker take at most this share of the run's time so far: a long run of
+#: quick turns compares at the end rather than after every batch
+REFRESH_SHARE = 0.2
 
 
-def _git(root: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> bytes:
+def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
     return subprocess.run(
         ["git", "-c", "core.quotepath=off", *args],
         cwd=root,
         env=env,
-        input=input,
         capture_output=True,
         check=True,
         timeout=120,
     ).stdout
+
+
+class _GitIndex:
+    """A private index in a temp dir, seeded from the repository's own index."""
+
+    def __init__(self, root: Path, index: Path, exclude: frozenset[str]) -> None:
+        self.root = root
+        self.tmp = Path(tempfile.mkdtemp(prefix="mermaid-idx-"))
+        self.path = self.tmp / "index"
+        if index.is_file():
+            shutil.copyfile(index, self.path)  # git's stat cache: unchanged files are not rehashed
+        self.env = dict(os.environ, GIT_INDEX_FILE=str(self.path))
+        self.pathspec = [
+            "--",
+            ".",
+            ":(exclude).mermaid",
+            *(f":(exclude,literal){r}" for r in sorted(exclude)),
+        ]
+
+    def add(self) -> None:
+        _git(self.root, "add", "-A", *self.pathspec, env=self.env)
+
+    def write_tree(self) -> str:
+        self.add()
+        return _git(self.root, "write-tree", env=self.env).decode().strip()
+
+    def names_since(self, tree: str) -> list[str]:
+        self.add()
+        out = _git(
+            self.root, "diff", "--cached", "--name-only", "--no-renames", "--relative", tree, env=self.env
+        )
+        return [line for line in out.decode("utf-8", "replace").splitlines() if line]
+
+    def diff_since(self, tree: str) -> str:
+        raw = _git(
+            self.root, "diff", "--cached", "--binary", "--no-renames", "--relative", tree, env=self.env
+        )
+        return raw.decode("utf-8", "surrogateescape")
+
+    def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 class WorkspaceSnapshot:
@@ -50,148 +95,136 @@ class WorkspaceSnapshot:
         self.root = root
         self.exclude = exclude
         self.tree: str | None = None
-        self.copy_dir: Path | None = None
-        self.files: dict[str, tuple[int, int]] = {}  # rel path -> (size, mtime_ns), non-git mode
-        self.complete = True
-        # The run is over when these are asked for: the "after" state is computed once.
-        self._after_tree: str | None = None
-        self._changed: list[str] | None = None
+        self.index: _GitIndex | None = None
+        self.stat: StatSnapshot | None = None
+        self._lock = threading.Lock()
+        self._generation = 0  # bumped whenever the tree may have changed since the last comparison
+        self._result: tuple[int, list[str], list[Change]] | None = None
+        self._worker: threading.Thread | None = None
+        self._last_cost = 0.0
+        self._born = time.perf_counter()
+        self._spent = 0.0  # seconds of comparisons run on the worker
 
     # -- taking it ----------------------------------------------------------------------------
     @classmethod
     def take(cls, root: Path, exclude: frozenset[str] = frozenset()) -> WorkspaceSnapshot:
         snap = cls(root, exclude)
-        if shutil.which("git") and _inside_git(root):
+        start = time.perf_counter()
+        index = _git_index_path(root) if shutil.which("git") else None
+        if index is not None:
             try:
-                snap.tree = snap._git_tree()
-                return snap
+                snap.index = _GitIndex(root, index, exclude)
+                snap.tree = snap.index.write_tree()
             except (subprocess.SubprocessError, OSError):
-                snap.tree = None
-        snap._copy_tree()
+                if snap.index is not None:
+                    snap.index.close()
+                snap.index = snap.tree = None
+        if snap.tree is None:
+            snap.stat = StatSnapshot(root, exclude)
+        snap._last_cost = time.perf_counter() - start
         return snap
 
-    def _git_env(self, index: str) -> dict[str, str]:
-        env = dict(os.environ)
-        env["GIT_INDEX_FILE"] = index
-        return env
+    def keep(self, paths: list[Path]) -> None:
+        """A tool is about to change `paths`: keep what the diff needs of them (stat mode)."""
+        self._generation += 1
+        if self.stat is not None:
+            self.stat.keep(paths)
 
-    def _git_tree(self) -> str:
-        with tempfile.TemporaryDirectory(prefix="mermaid-idx-") as tmp:
-            index = Path(tmp) / "index"
-            real = Path(
-                _git(self.root, "rev-parse", "--path-format=absolute", "--git-path", "index").decode().strip()
-            )
-            if real.is_file():
-                shutil.copyfile(real, index)  # reuse git's stat cache: no rehash of unchanged files
-            env = self._git_env(str(index))
-            own = [f":(exclude,literal){rel}" for rel in sorted(self.exclude)]
-            _git(self.root, "add", "-A", "--", ".", ":(exclude).mermaid", *own, env=env)
-            return _git(self.root, "write-tree", env=env).decode().strip()
+    def changed(self) -> None:
+        """The tree may have changed (a batch of tool calls ended). A cheap comparison is redone
+        now on a worker thread; an expensive one waits for the end of the run."""
+        self._generation += 1
+        if self._last_cost > REFRESH_MAX_S or (self._worker is not None and self._worker.is_alive()):
+            return
+        if self._spent + self._last_cost > REFRESH_SHARE * (time.perf_counter() - self._born):
+            return
+        self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
+        self._worker.start()
 
-    def _walk(self) -> list[str]:
-        out: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-            for name in filenames:
-                path = Path(dirpath) / name
-                if path.is_symlink() or not path.is_file():
-                    continue
-                rel = path.relative_to(self.root).as_posix()
-                if rel in self.exclude:
-                    continue
-                out.append(rel)
-                if len(out) > MAX_FILES:
-                    self.complete = False
-                    return out
-        return out
-
-    def _copy_tree(self) -> None:
-        self.copy_dir = Path(tempfile.mkdtemp(prefix="mermaid-snap-"))
-        budget = MAX_COPY_BYTES
-        for rel in self._walk():
-            src = self.root / rel
+    def _refresh(self) -> None:
+        try:
+            start = time.perf_counter()
             try:
-                st = src.stat()
-            except OSError:
-                continue
-            self.files[rel] = (st.st_size, st.st_mtime_ns)
-            if st.st_size <= MAX_FILE_BYTES and st.st_size <= budget:
-                budget -= st.st_size
-                dst = self.copy_dir / rel
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    shutil.copy2(src, dst)
-                except OSError:
-                    pass
+                self._compute()
+            finally:
+                self._spent += time.perf_counter() - start
+        except Exception:  # noqa: BLE001 - the final comparison reports any error
+            pass
+
+    def _compute(self) -> tuple[list[str], list[Change]]:
+        with self._lock:
+            generation = self._generation
+            start = time.perf_counter()
+            if self.stat is not None:
+                changes = self.stat.compare()
+                names = [c.rel for c in changes]
+            else:
+                assert self.index is not None and self.tree is not None
+                names, changes = self.index.names_since(self.tree), []
+            self._last_cost = time.perf_counter() - start
+            self._result = (generation, names, changes)
+            return names, changes
+
+    def _current(self) -> tuple[list[str], list[Change]]:
+        worker = self._worker
+        if worker is not None:
+            worker.join()
+        result = self._result
+        if result is not None and result[0] == self._generation:
+            return result[1], result[2]
+        return self._compute()
 
     # -- comparing ----------------------------------------------------------------------------
-    def _after(self) -> str:
-        if self._after_tree is None:
-            self._after_tree = self._git_tree()
-        return self._after_tree
-
     def changed_files(self) -> list[str]:
-        if self._changed is None:
-            self._changed = self._compare()
-        return self._changed
-
-    def _compare(self) -> list[str]:
-        if self.tree is not None:
-            out = _git(
-                self.root, "diff", "--name-only", "--no-renames", "--relative", self.tree, self._after()
-            )
-            return [line for line in out.decode("utf-8", "replace").splitlines() if line]
-        changed: list[str] = []
-        now = {rel for rel in self._walk()}
-        for rel in sorted(now | set(self.files)):
-            if rel not in now or rel not in self.files:
-                changed.append(rel)
-                continue
-            st = (self.root / rel).stat()
-            if (st.st_size, st.st_mtime_ns) != self.files[rel] and self._content_differs(rel):
-                changed.append(rel)
-        return changed
-
-    def _content_differs(self, rel: str) -> bool:
-        assert self.copy_dir is not None
-        old = self.copy_dir / rel
-        if not old.exists():
-            return True  # not copied (too big): size or mtime changed, count it
-        try:
-            return old.read_bytes() != (self.root / rel).read_bytes()
-        except OSError:
-            return True
+        return self._current()[0]
 
     def diff(self) -> str:
-        if self.tree is not None:
-            raw = _git(self.root, "diff", "--binary", "--no-renames", "--relative", self.tree, self._after())
-            return raw.decode("utf-8", "surrogateescape")
-        parts: list[str] = []
-        for rel in self.changed_files():
-            parts.append(self._file_diff(rel))
-        return "".join(parts)
+        names, changes = self._current()
+        if self.index is not None and self.tree is not None:
+            return self.index.diff_since(self.tree) if names else ""
+        from mermaid_cli.run.workspace_patch import render
 
-    def _file_diff(self, rel: str) -> str:
-        assert self.copy_dir is not None
-        old_path, new_path = self.copy_dir / rel, self.root / rel
-        if rel in self.files and not old_path.exists():
-            return f"diff --mermaid a/{rel} b/{rel}\n# {rel} changed; it was too large to keep a copy for the diff\n"
-        old = _read_lines(old_path) if rel in self.files else []
-        new = _read_lines(new_path) if new_path.exists() else []
-        if old is None or new is None:
-            return f"Binary files a/{rel} and b/{rel} differ\n"
-        a = f"a/{rel}" if rel in self.files else "/dev/null"
-        b = f"b/{rel}" if new_path.exists() else "/dev/null"
-        lines = list(difflib.unified_diff(old, new, a, b))
-        out = []
-        for line in lines:
-            out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-        return "".join(out)
+        assert self.stat is not None
+        return render(self.root, changes, self.stat.store.get)
 
     def close(self) -> None:
-        if self.copy_dir is not None:
-            shutil.rmtree(self.copy_dir, ignore_errors=True)
-            self.copy_dir = None
+        if self._worker is not None:
+            self._worker.join()
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+
+def track_tool_batches(
+    on_message: Callable[[Any], int | None] | None, snapshot: Callable[[], WorkspaceSnapshot | None]
+) -> Callable[[Any], int | None]:
+    """Wrap the loop's `on_message`: a user message carrying tool results ends a batch of calls."""
+
+    def wrapped(message: Any) -> int | None:
+        snap = snapshot()
+        if (
+            snap is not None
+            and message.role == "user"
+            and any(b.type == "tool_result" for b in message.content)
+        ):
+            snap.changed()
+        return on_message(message) if on_message is not None else None
+
+    return wrapped
+
+
+def keeping(
+    checkpoint: Callable[[list[Path], str], object] | None, snapshot: Callable[[], WorkspaceSnapshot | None]
+) -> Callable[[list[Path], str], object]:
+    """Wrap the tools' checkpoint hook so the snapshot keeps what a tool is about to change."""
+
+    def wrapped(paths: list[Path], reason: str) -> object:
+        snap = snapshot()
+        if snap is not None:
+            snap.keep(paths)
+        return checkpoint(paths, reason) if checkpoint is not None else None
+
+    return wrapped
 
 
 def stream_target(stream: object) -> Path | None:
@@ -208,19 +241,15 @@ def stream_target(stream: object) -> Path | None:
         return None
 
 
-def _read_lines(path: Path) -> list[str] | None:
+def _git_index_path(root: Path) -> Path | None:
+    """The repository's index file when `root` is inside a git work tree (one git call)."""
     try:
-        data = path.read_bytes()
-    except OSError:
-        return []
-    if b"\0" in data[:8192]:
-        return None
-    return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
-
-
-def _inside_git(root: Path) -> bool:
-    try:
-        out = _git(root, "rev-parse", "--is-inside-work-tree")
+        out = _git(
+            root, "rev-parse", "--is-inside-work-tree", "--path-format=absolute", "--git-path", "index"
+        )
     except (subprocess.SubprocessError, OSError):
-        return False
-    return out.strip() == b"true"
+        return None
+    lines = out.decode().splitlines()
+    if len(lines) < 2 or lines[0].strip() != "true":
+        return None
+    return Path(lines[1].strip())

@@ -22,6 +22,8 @@ from mermaid_cli.tools.base import Tool, ToolRegistry
 PACKAGE = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("tools", "integrations/web", "config/sections")
 SEARCH_KEYS = ("BRAVE_API_KEY", "TAVILY_API_KEY")
+#: beside the bytecode, shared by every data dir: a run with a fresh $HOME (CI) still finds it
+SHARED_DIR = PACKAGE / "tools" / "__pycache__" / "tool-specs"
 
 
 def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False) -> str:
@@ -63,6 +65,17 @@ def save(cache_dir: Path, key: str, registry: ToolRegistry) -> None:
         os.replace(tmp, cache_dir / f"{key}.json")
     except OSError:
         pass  # a cache is an optimisation, never a reason to fail a run
+
+
+def adopt(source: Path, cache_dir: Path, key: str) -> None:
+    """Copy a cache entry found in the shared dir into this data dir's cache."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cache_dir / f".{key}.{os.getpid()}.tmp"
+        tmp.write_bytes((source / f"{key}.json").read_bytes())
+        os.replace(tmp, cache_dir / f"{key}.json")
+    except OSError:
+        pass
 
 
 class CachedRegistry(ToolRegistry):

@@ -1,0 +1,289 @@
+"""The workspace snapshot of a tree that is not a git repository: names and ctimes, not copies.
+
+Any change to a file — content, mode, a rename onto it, a creation — sets its ctime to "now", and
+no user call can set a ctime back. So the baseline needs no stat of any file: it is the list of
+names (`find -printf '%y %P'`, which reads directories only), plus the moment it finished. At the
+end one `find -newerct` (its own process: C, the other core) prints only what changed since then:
+files whose ctime is newer are created or modified, directories whose ctime is newer lost or
+gained entries, and their baseline children tell what was deleted. The Python side costs what
+changed; what exists costs one directory read and one stat a file inside `find`.
+
+The edge: a file changed in the same clock tick as the baseline ended (the kernel's file clock is
+coarse: a jiffy, or whole seconds on some filesystems) cannot be told from one changed just after,
+so it counts as changed (reported too often, never missed). Same size and mtime put back: the
+ctime still moved, so the edit is found.
+
+Content before the run is what a diff needs for a modified or deleted file; it is kept only where
+it is cheap (`ContentStore`): all of a small tree (<= EAGER_FILES, <= EAGER_BYTES) at the
+baseline, and a file a tool is about to change (`keep`, wired to the tools' checkpoint hook) while
+its ctime says it is still the baseline's. A file a shell command modified or deleted in a bigger
+tree has no earlier copy: it is reported, and the diff carries a note instead of a hunk (use git
+for exact diffs of large trees). With a kept copy the content decides (`touch` is no change).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SKIP_DIRS = frozenset(
+    {".git", ".mermaid", "__pycache__", "node_modules", ".venv", ".tox", ".mypy_cache", ".pytest_cache"}
+)
+MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are never copied: the diff names them only
+KEEP_BUDGET = 32 * 1024 * 1024  # all kept content together
+EAGER_FILES = 1000
+EAGER_BYTES = 4 * 1024 * 1024
+#: the kernel stamps ctimes from a coarse clock (a jiffy, <= 10 ms) that lags the fine one
+TICK_NS = 20_000_000
+COARSE_TICK_NS = 2_000_000_000  # a filesystem with whole-second timestamps
+NAMES_FORMAT = r"%y %p\0"
+CHANGED_FORMAT = r"%y %m %C@ %p\0"
+
+
+def _prune() -> list[str]:
+    names: list[str] = []
+    for name in sorted(SKIP_DIRS):
+        names += ["-o", "-name", name] if names else ["-name", name]
+    return ["(", "-type", "d", "(", *names, ")", "-prune", ")", "-o"]
+
+
+def run_find(root: Path, expression: list[str]) -> bytes:
+    """`find` over the tree, split by top-level entry into one process a core (the stat calls of
+    a large tree are most of the cost); paths are printed relative to `root`."""
+    try:
+        top = sorted(os.listdir(root))
+    except OSError:
+        return b""
+    groups = max(1, min(os.cpu_count() or 1, 4, len(top)))
+    procs = []
+    for n in range(groups):
+        starts = [f"./{name}" for name in top[n::groups]]  # ./: a name may start with "-"
+        out = tempfile.TemporaryFile()
+        cmd = ["find", *starts, *_prune(), *expression]
+        procs.append((subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.DEVNULL), out))
+    chunks = []
+    for proc, out in procs:
+        proc.wait()  # a blocking waitpid: wait(timeout=) polls with sleeps of up to 50 ms
+        out.seek(0)
+        chunks.append(out.read())
+        out.close()
+    return b"".join(chunks)
+
+
+def find_works(root: Path) -> bool:
+    try:
+        proc = subprocess.run(
+            ["find", ".", "-maxdepth", "0", "-newerct", "@0", "-printf", CHANGED_FORMAT],
+            cwd=root,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and proc.stdout.startswith(b"d ")
+
+
+def _ns(text: bytes) -> int:
+    sec, _, frac = text.partition(b".")
+    return int(sec) * 1_000_000_000 + int((frac[:9] or b"0").ljust(9, b"0"))
+
+
+def _stamp(ns: int) -> bytes:
+    return b"%d.%09d0" % divmod(ns, 1_000_000_000)
+
+
+def _type(mode: int) -> bytes | None:
+    if stat.S_ISDIR(mode):
+        return b"d"
+    if stat.S_ISLNK(mode):
+        return b"l"
+    return b"f" if stat.S_ISREG(mode) else None
+
+
+def _py_walk(root: Path, since_ns: int | None) -> bytes:
+    """What the two `find` calls print, for a system without GNU find."""
+    out: list[bytes] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            it = os.scandir(root / rel_dir if rel_dir else root)
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if is_dir and entry.name in SKIP_DIRS:
+                        continue
+                    if is_dir:
+                        stack.append(rel)
+                    if since_ns is None:
+                        kind = b"d" if is_dir else _type(entry.stat(follow_symlinks=False).st_mode)
+                        if kind is not None:
+                            out.append(b"%s ./%s\0" % (kind, rel.encode("utf-8", "surrogateescape")))
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                kind = _type(st.st_mode)
+                if kind is not None and st.st_ctime_ns > since_ns:
+                    name = rel.encode("utf-8", "surrogateescape")
+                    out.append(b"%s %o %s ./%s\0" % (kind, st.st_mode & 0o7777, _stamp(st.st_ctime_ns), name))
+    return b"".join(out)
+
+
+def read_content(path: Path) -> bytes | None:
+    """A file's bytes, or a symlink's target; None when it cannot be read."""
+    try:
+        if path.is_symlink():
+            return os.readlink(path).encode("utf-8", "surrogateescape")
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+class ContentStore:
+    """Content (and mode) of files as they were at the baseline, in memory within KEEP_BUDGET."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, tuple[bytes, int]] = {}
+        self.used = 0
+
+    def put(self, rel: str, path: Path) -> None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if rel in self.data or st.st_size > MAX_FILE_BYTES or self.used + st.st_size > KEEP_BUDGET:
+            return
+        content = read_content(path)
+        if content is not None:
+            self.data[rel] = (content, st.st_mode)
+            self.used += len(content)
+
+    def get(self, rel: str) -> bytes | None:
+        kept = self.data.get(rel)
+        return kept[0] if kept is not None else None
+
+    def mode(self, rel: str) -> int | None:
+        kept = self.data.get(rel)
+        return kept[1] if kept is not None else None
+
+
+@dataclass
+class Change:
+    rel: str
+    kind: str  # created | deleted | modified
+    old_mode: int | None = None
+    new_mode: int | None = None
+
+
+class StatSnapshot:
+    def __init__(self, root: Path, exclude: frozenset[str]) -> None:
+        self.root = root
+        self.exclude = exclude
+        self.use_find = find_works(root)  # one walker for both walks
+        if self.use_find:
+            names = run_find(root, ["-printf", NAMES_FORMAT])  # records are `TYPE ./PATH`
+        else:
+            names = _py_walk(root, None)
+        self.names = b"\0" + names  # every record starts after a NUL: one regex anchors them all
+        self.since_ns = time.time_ns()  # any later change stamps a ctime from here on
+        self.store = ContentStore()
+        if self.names.count(b"\0f ") + self.names.count(b"\0l ") <= EAGER_FILES:
+            files = re.findall(rb"\0[fl] \./([^\0]*)", self.names)
+            paths = [root / f.decode("utf-8", "surrogateescape") for f in files]
+            if sum(p.lstat().st_size for p in paths if p.exists() or p.is_symlink()) <= EAGER_BYTES:
+                for path in paths:
+                    self.store.put(path.relative_to(root).as_posix(), path)
+
+    def _existed(self, rel: str, kinds: bytes = b"fl") -> bool:
+        name = rel.encode("utf-8", "surrogateescape")
+        return any(self.names.find(b"\0%c ./%s\0" % (k, name)) >= 0 for k in kinds)
+
+    def _children(self, rel_dir: str) -> dict[str, bytes]:
+        """The baseline's direct children of a directory: name -> type."""
+        prefix = re.escape(rel_dir.encode("utf-8", "surrogateescape") + b"/") if rel_dir else b""
+        found = re.findall(rb"\0([dfl]) \./" + prefix + rb"([^/\0]+)(?=\0)", self.names)
+        return {name.decode("utf-8", "surrogateescape"): kind for kind, name in found}
+
+    def _under(self, rel_dir: str) -> list[str]:
+        prefix = re.escape(rel_dir.encode("utf-8", "surrogateescape") + b"/")
+        return [
+            m.decode("utf-8", "surrogateescape")
+            for m in re.findall(rb"\0[fl] \./(" + prefix + rb"[^\0]*)", self.names)
+        ]
+
+    def _changed_since(self, rec_ctime: int) -> bool:
+        tick = COARSE_TICK_NS if rec_ctime % 1_000_000_000 == 0 else TICK_NS
+        return rec_ctime > self.since_ns - tick
+
+    def keep(self, paths: list[Path]) -> None:
+        """Read the files a tool is about to change, while their ctime says they are the baseline's."""
+        for path in paths:
+            try:
+                rel = Path(os.path.realpath(path.parent), path.name).relative_to(self.root).as_posix()
+                st = os.lstat(path)
+            except (ValueError, OSError):
+                continue
+            if not self._changed_since(st.st_ctime_ns) and self._existed(rel):
+                self.store.put(rel, path)
+
+    def _now(self) -> list[tuple[bytes, int, int, str]]:
+        since = self.since_ns - COARSE_TICK_NS
+        if self.use_find:
+            stamp = _stamp(since).decode()
+            raw = run_find(self.root, ["-newerct", f"@{stamp}", "-printf", CHANGED_FORMAT])
+        else:
+            raw = _py_walk(self.root, since)
+        out = []
+        for rec in raw.split(b"\0"):
+            parts = rec.split(b" ", 3)
+            if len(parts) == 4:
+                path = parts[3][2:]  # both walkers print ./NAME
+                out.append(
+                    (parts[0], int(parts[1], 8), _ns(parts[2]), path.decode("utf-8", "surrogateescape"))
+                )
+        return out
+
+    def compare(self) -> list[Change]:
+        changed: dict[str, Change] = {}
+        dirs: list[str] = []
+        try:
+            if self._changed_since(os.lstat(self.root).st_ctime_ns):
+                dirs.append("")
+        except OSError:
+            pass
+        for kind, perms, ctime, rel in self._now():
+            if not self._changed_since(ctime):
+                continue
+            if kind == b"d":
+                dirs.append(rel)
+                continue
+            mode = (stat.S_IFLNK if kind == b"l" else stat.S_IFREG) | perms
+            if not self._existed(rel):
+                changed[rel] = Change(rel, "created", None, mode)
+                continue
+            old_mode, kept = self.store.mode(rel), self.store.get(rel)
+            if kept is not None and old_mode == mode and kept == read_content(self.root / rel):
+                continue  # touched: the content is what it was
+            changed[rel] = Change(rel, "modified", old_mode, mode)
+        for rel_dir in dirs:
+            here = self.root / rel_dir if rel_dir else self.root
+            for name, kind in self._children(rel_dir).items():
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if os.path.lexists(here / name) and (kind != b"d" or os.path.isdir(here / name)):
+                    continue
+                gone = self._under(rel) if kind == b"d" else [rel]
+                for path in gone:
+                    if not os.path.lexists(self.root / path) and path not in changed:
+                        changed[path] = Change(path, "deleted", self.store.mode(path), None)
+        return [changed[rel] for rel in sorted(changed) if rel not in self.exclude]

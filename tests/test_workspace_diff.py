@@ -1,0 +1,215 @@
+"""The run's workspace diff (issue 23): stat snapshots without git, git's own index with git.
+
+Each case builds a real tree, takes the snapshot, changes the tree the way a tool or a shell
+command would, and checks `changed_files()` and that the patch rebuilds the tree with `git apply`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import call, run_inprocess, say, write_script
+
+from mermaid_cli.run import workspace_stat
+from mermaid_cli.run.workspace_diff import WorkspaceSnapshot
+
+HAS_GIT = shutil.which("git") is not None
+
+
+def _tree(root: Path, extra_files: int = 0) -> None:
+    (root / "src").mkdir(parents=True)
+    (root / "src/edit.py").write_text("a = 1\nb = 2\n")
+    (root / "src/keep.py").write_text("print('keep')\n")
+    (root / "gone.txt").write_text("bye\n")
+    (root / "run.sh").write_text("echo hi\n")
+    for n in range(extra_files):
+        (root / f"bulk/{n % 40}").mkdir(parents=True, exist_ok=True)
+        (root / f"bulk/{n % 40}/f{n}.txt").write_text(f"{n}\n")
+    time.sleep(2 * workspace_stat.TICK_NS / 1e9)  # older than the baseline's clock tick
+
+
+def _git_init(root: Path) -> None:
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "i"],
+    ):
+        subprocess.run(["git", *args], cwd=root, check=True)
+
+
+def _mutate(root: Path) -> None:
+    (root / "src/edit.py").write_text("a = 1\nb = 3\n")
+    (root / "src/new.txt").write_text("new\n")
+    (root / "gone.txt").unlink()
+    os.chmod(root / "run.sh", 0o755)
+
+
+def _applies(original: Path, project: Path, diff: str, tmp: Path) -> None:
+    patch = tmp / "run.diff"
+    patch.write_text(diff, encoding="utf-8", errors="surrogateescape")
+    subprocess.run(["git", "apply", str(patch)], cwd=original, check=True)
+    for rel in ("src/edit.py", "src/keep.py", "src/new.txt", "run.sh"):
+        assert (original / rel).read_bytes() == (project / rel).read_bytes()
+    assert not (original / "gone.txt").exists()
+    assert os.stat(original / "run.sh").st_mode & 0o111
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+@pytest.mark.parametrize("use_git", [False, True])
+def test_created_modified_deleted_and_mode_change(tmp_path: Path, use_git: bool) -> None:
+    project = tmp_path / "p"
+    _tree(project)
+    if use_git:
+        _git_init(project)
+    original = tmp_path / "orig"
+    shutil.copytree(project, original, ignore=shutil.ignore_patterns(".git"))
+    snap = WorkspaceSnapshot.take(project)
+    assert (snap.tree is not None) == use_git
+    _mutate(project)
+    assert sorted(snap.changed_files()) == ["gone.txt", "run.sh", "src/edit.py", "src/new.txt"]
+    diff = snap.diff()
+    assert "new mode 100755" in diff
+    _applies(original, project, diff, tmp_path)
+    snap.close()
+
+
+def test_large_tree_is_not_copied_and_shell_changes_are_still_found(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project, extra_files=workspace_stat.EAGER_FILES + 10)
+    snap = WorkspaceSnapshot.take(project)
+    assert snap.stat is not None and snap.stat.store.used == 0  # nothing read at the baseline
+    snap.keep([project / "src/edit.py"])  # what the checkpoint hook does before a tool writes
+    _mutate(project)
+    # a shell command rewrites a file no tool announced
+    subprocess.run("printf 'changed\\n' > bulk/3/f3.txt", shell=True, cwd=project, check=True)
+    changed = snap.changed_files()
+    assert sorted(changed) == ["bulk/3/f3.txt", "gone.txt", "run.sh", "src/edit.py", "src/new.txt"]
+    diff = snap.diff()
+    assert "-b = 2\n+b = 3\n" in diff  # the tool-written file was kept: a real hunk
+    assert "+new\n" in diff  # created files need no earlier copy
+    assert "# bulk/3/f3.txt was modified; its content before the run was not kept" in diff
+    assert "# gone.txt was deleted" in diff
+
+
+def test_same_size_edit_with_mtime_put_back_is_found(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project, extra_files=workspace_stat.EAGER_FILES + 10)  # no eager copies: stat alone decides
+    target = project / "bulk/5/f5.txt"
+    before = os.stat(target)
+    snap = WorkspaceSnapshot.take(project)
+    target.write_text("9\n")  # same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the mtime put back
+    assert os.stat(target).st_mtime_ns == before.st_mtime_ns
+    assert snap.changed_files() == ["bulk/5/f5.txt"]  # the ctime moved: no call can set it back
+
+
+def test_a_file_changed_in_the_baselines_own_tick_counts_as_changed(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project, extra_files=workspace_stat.EAGER_FILES + 10)
+    snap = WorkspaceSnapshot.take(project)
+    assert snap.stat is not None
+    # a ctime within one coarse clock tick of the baseline cannot be told from a later change
+    stamp = snap.stat.since_ns - workspace_stat.TICK_NS // 2
+    assert snap.stat._changed_since(stamp) and not snap.stat._changed_since(stamp - workspace_stat.TICK_NS)
+    assert snap.changed_files() == []
+
+
+def test_touch_with_a_kept_copy_is_not_a_change(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project)  # small: every file is kept at the baseline
+    snap = WorkspaceSnapshot.take(project)
+    os.utime(project / "src/keep.py", ns=(1, 1))
+    assert snap.changed_files() == []
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_refresh_after_a_tool_batch_is_reused_and_later_changes_are_not_lost(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project)
+    _git_init(project)
+    snap = WorkspaceSnapshot.take(project)
+    (project / "a.txt").write_text("a\n")
+    snap.changed()  # a batch ended: compared on the worker thread
+    assert snap.changed_files() == ["a.txt"]
+    (project / "b.txt").write_text("b\n")
+    snap.changed()
+    assert sorted(snap.changed_files()) == ["a.txt", "b.txt"]
+    snap.close()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_git_snapshot_leaves_the_users_index_alone(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project)
+    _git_init(project)
+    index = project / ".git/index"
+    before = index.read_bytes()
+    snap = WorkspaceSnapshot.take(project)
+    (project / "untracked.txt").write_text("u\n")
+    assert snap.changed_files() == ["untracked.txt"]
+    snap.close()
+    assert index.read_bytes() == before
+    assert subprocess.run(
+        ["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True
+    ).stdout == ("?? untracked.txt\n")
+
+
+def test_run_in_a_large_tree_keeps_tool_writes_and_sees_shell_writes(project: Path, tmp_path: Path) -> None:
+    _tree(project, extra_files=workspace_stat.EAGER_FILES + 10)
+    script = write_script(
+        tmp_path / "s.jsonl",
+        [
+            call(
+                "edit_file",
+                {"path": "src/edit.py", "target_content": "b = 2", "replacement_content": "b = 3"},
+                "c1",
+            ),
+            call("execute_command", {"command": "printf 'x\\n' > bulk/7/f7.txt && rm gone.txt"}, "c2"),
+            say("done"),
+        ],
+    )
+    diff_path = tmp_path / "run.diff"
+    out = run_inprocess(
+        [
+            "--json",
+            "--safety",
+            "full_access",
+            "--diff-out",
+            str(diff_path),
+            "--model",
+            f"replay/{script}",
+            "x",
+        ],
+        project,
+    )
+    assert out.code == 0, out.stderr
+    assert sorted(out.events[-1]["files_changed"]) == ["bulk/7/f7.txt", "gone.txt", "src/edit.py"]
+    diff = diff_path.read_text()
+    assert "-b = 2\n+b = 3\n" in diff  # kept through the checkpoint hook before edit_file wrote
+    assert "# bulk/7/f7.txt was modified" in diff
+
+
+@pytest.mark.skipif(not workspace_stat.find_works(Path(".")), reason="no GNU find")
+def test_python_walker_finds_what_find_finds(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project)
+    (project / "with space.txt").write_text("s\n")
+    os.symlink("src/keep.py", project / "link")
+    (project / "node_modules").mkdir()
+    (project / "node_modules/skip.js").write_text("x\n")
+    by_find = WorkspaceSnapshot.take(project)
+    by_python = WorkspaceSnapshot.take(project)
+    assert by_python.stat is not None and by_find.stat is not None
+    by_python.stat.use_find = False
+    by_python.stat.names = b"\0" + workspace_stat._py_walk(project, None)
+    assert sorted(by_python.stat.names.split(b"\0")) == sorted(by_find.stat.names.split(b"\0"))
+    _mutate(project)
+    shutil.rmtree(project / "src")
+    (project / "node_modules/skip.js").write_text("y\n")
+    expected = ["gone.txt", "run.sh", "src/edit.py", "src/keep.py"]
+    assert by_find.changed_files() == by_python.changed_files() == expected
