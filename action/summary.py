@@ -429,7 +429,29 @@ def main(argv: list[str] | None = None) -> int:
     if env.get("GITHUB_STEP_SUMMARY"):
         with open(env["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
             fh.write(redact(summary(outcome)))
+            fh.write(redact(timeline(args.events, env)))
     return 0
+
+
+def timeline(events: Path | None, env: dict[str, str]) -> str:
+    """The run's gantt timeline from `mermaid report` (GitHub draws the block), folded away under
+    the summary; nothing when mermaid or the events file is missing or the report fails."""
+    import subprocess
+
+    binary = env.get("MERMAID_BIN")
+    if not binary or events is None or not events.is_file():
+        return ""
+    try:
+        report = subprocess.run(
+            [binary, "report", str(events)], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    if report.returncode != 0 or "```mermaid" not in report.stdout:
+        return ""
+    start = report.stdout.index("```mermaid")
+    end = report.stdout.index("```", start + 3) + 3
+    return f"\n<details><summary>Timeline</summary>\n\n{report.stdout[start:end]}\n\n</details>\n"
 
 
 if __name__ == "__main__":

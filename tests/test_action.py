@@ -263,6 +263,9 @@ def test_success_writes_outputs_summary_and_exits_zero(gh):
     assert "- `hello.txt`" in result.summary
     assert "line two | with a pipe" in result.summary  # the answer, fenced
     assert "::error" not in result.stdout
+    # the run's timeline from `mermaid report`, folded under the summary (GitHub draws the gantt)
+    timeline = result.summary.split("<summary>Timeline</summary>", 1)[1]
+    assert "```mermaid\ngantt" in timeline and "section Model" in timeline and "write_file" in timeline
 
 
 def test_nonzero_exit_code_propagates_after_outputs(gh):
