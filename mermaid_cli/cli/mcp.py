@@ -116,12 +116,7 @@ def add_cmd(
     or just NAME for a well-known server (`mermaid mcp known` lists them)."""
     from mermaid_cli.cli.mcp_known import KNOWN_SERVERS
 
-    if command_opt is not None:
-        if command:
-            raise click.UsageError("give the command either after `--` or with --command, not both")
-        command = (command_opt, *arg_opts)
-    elif arg_opts:
-        raise click.UsageError("--arg needs --command")
+    command = _command_of(command, command_opt, arg_opts)
     known = KNOWN_SERVERS.get(name) if not command and not url else None
     if known is not None:
         command = (known.table["command"], *known.table.get("args", [])) if "command" in known.table else ()
@@ -132,42 +127,26 @@ def add_cmd(
             "give either a command (after `--` or with --command) or --url, not both; "
             f"or the name of a well-known server ({names})"
         )
-    table: dict[str, Any] = {}
+    oauth = {
+        k: v
+        for k, v in {
+            "client_id": client_id,
+            "client_secret_env": client_secret_env,
+            "callback_port": callback_port,
+            "scopes": list(scopes) or None,
+        }.items()
+        if v is not None
+    }
     if command:
-        table["command"] = command[0]
-        if command[1:]:
-            table["args"] = list(command[1:])
-        if env:
-            table["env"] = _pairs(env, "=", "--env")
-        if headers or env_headers or client_id or client_secret_env or callback_port or scopes:
+        if headers or env_headers or oauth:
             raise click.UsageError("--header, --env-header and OAuth options are for --url servers")
+        table = _stdio_table(command, env)
     else:
-        table["url"] = url
+        assert url is not None
         if env:
             raise click.UsageError("--env is for stdio servers")
-        if headers:
-            table["headers"] = _pairs(headers, ":", "--header")
-        if env_headers:
-            table["env_headers"] = _pairs(env_headers, "=", "--env-header")
-        oauth = {
-            k: v
-            for k, v in {
-                "client_id": client_id,
-                "client_secret_env": client_secret_env,
-                "callback_port": callback_port,
-                "scopes": list(scopes) or None,
-            }.items()
-            if v is not None
-        }
-        if oauth:
-            table["oauth"] = oauth
-    try:
-        McpServerSettings.model_validate(table)
-        if "oauth" in table:
-            McpOAuthSettings.model_validate(table["oauth"])
-    except ValidationError as exc:
-        raise click.UsageError(f"mcp_servers.{name}: {exc.errors()[0]['msg']}") from exc
-
+        table = _http_table(url, headers, env_headers, oauth)
+    _validate(name, table)
     path = user_config_path()
     data = read_config(path)
     servers = data.setdefault("mcp_servers", {})
@@ -178,6 +157,50 @@ def add_cmd(
     click.echo(f"Added MCP server {name!r} to {path}", err=True)
     if known is not None:
         click.echo(f"  {known.summary}" + (f"; it needs {known.needs}" if known.needs else ""), err=True)
+
+
+def _command_of(
+    command: tuple[str, ...], command_opt: str | None, arg_opts: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The stdio command from `-- CMD ARGS…` or `--command CMD --arg A…` (not both)."""
+    if command_opt is not None:
+        if command:
+            raise click.UsageError("give the command either after `--` or with --command, not both")
+        return (command_opt, *arg_opts)
+    if arg_opts:
+        raise click.UsageError("--arg needs --command")
+    return command
+
+
+def _stdio_table(command: tuple[str, ...], env: tuple[str, ...]) -> dict[str, Any]:
+    table: dict[str, Any] = {"command": command[0]}
+    if command[1:]:
+        table["args"] = list(command[1:])
+    if env:
+        table["env"] = _pairs(env, "=", "--env")
+    return table
+
+
+def _http_table(
+    url: str, headers: tuple[str, ...], env_headers: tuple[str, ...], oauth: dict[str, Any]
+) -> dict[str, Any]:
+    table: dict[str, Any] = {"url": url}
+    if headers:
+        table["headers"] = _pairs(headers, ":", "--header")
+    if env_headers:
+        table["env_headers"] = _pairs(env_headers, "=", "--env-header")
+    if oauth:
+        table["oauth"] = oauth
+    return table
+
+
+def _validate(name: str, table: dict[str, Any]) -> None:
+    try:
+        McpServerSettings.model_validate(table)
+        if "oauth" in table:
+            McpOAuthSettings.model_validate(table["oauth"])
+    except ValidationError as exc:
+        raise click.UsageError(f"mcp_servers.{name}: {exc.errors()[0]['msg']}") from exc
 
 
 @mcp_group.command("known")
