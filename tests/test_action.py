@@ -149,6 +149,8 @@ class Runner:
         wrapper = self.tmp / "mermaid-wrapper"
         probe = (
             "import json, os, sys\n"
+            # the run's own argv: the step summary calls `mermaid report` after it
+            f"if sys.argv[1:2] == ['report']: sys.exit(0)\n"
             f"json.dump(sys.argv[1:], open({str(self.argv_log)!r}, 'w'))\n"
             f"json.dump({{k: os.environ.get(k) for k in ('ANTHROPIC_API_KEY', 'OPENAI_API_KEY', "
             f"'INPUT_ANTHROPIC_API_KEY', 'INPUT_OPENAI_API_KEY')}}, open({str(self.env_log)!r}, 'w'))\n"

@@ -36,8 +36,9 @@ KNOWN_TOOLS = frozenset(
         "read_file", "write_file", "edit_file", "apply_patch", "delete_file", "create_directory",
         "execute_command", "background_process", "memory", "agent", "task_create", "task_update",
         "task_list", "ask_user_question", "context_archive", "compact_context", "web_search",
-        "web_fetch", "glob", "grep", "computer", "tool_search", "list_mcp_resources",
-        "read_mcp_resource",
+        "web_fetch", "glob", "grep", "computer", "tool_search", "load_tool", "list_mcp_resources",
+        "read_mcp_resource", "context_check", "scratchpad_read", "scratchpad_save_file",
+        "render_image", "skill", "skill_search",
     }
 )  # fmt: skip
 
