@@ -129,3 +129,50 @@ def test_disabled_plugin_contributes_nothing(project, isolated_env):
     assert out.code == 0, out.stderr
     assert out.events[0]["plugins"] == [] and out.events[0]["skills"] == 0
     assert "/deploy is not a known prompt command; the prompt is sent as written" in out.stderr
+
+
+def test_a_plugin_agent_type_is_spawned_under_its_ceiling(project, isolated_env):
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    install_acme(env, project)
+    script = [
+        _turn(
+            _call(
+                "p1",
+                "agent",
+                {
+                    "prompt": "Check the branch; write notes.txt.",
+                    "description": "check",
+                    "type": "release-checker",
+                },
+            )
+        ),
+        _turn(_call("k1", "write_file", {"path": "notes.txt", "content": "x"})),  # not offered to the type
+        _turn({"type": "text", "text": "Checked; could not write."}, stop="stop"),
+        _turn({"type": "text", "text": "Done."}, stop="stop"),
+    ]
+    with FakeProviderServer(script) as server:
+        out = run_mermaid(
+            [
+                "exec",
+                "--json",
+                "--safety",
+                "full_access",
+                "--model",
+                "anthropic/claude-sonnet-4-5",
+                "check the release",
+            ],
+            project,
+            env={**env, **fake_env(server)},
+        )
+        requests = server.requests
+    assert out.code == 0, out.stderr
+    started = next(e for e in out.events if e["type"] == "agent_started")
+    assert started["agent_type"] == "release-checker"
+    assert not (project / "notes.txt").exists()
+    child_tools = {t["name"] for t in requests[1]["body"]["tools"]}
+    # the type's tools only (`bash` is execute_command in Anthropic's native form)
+    assert child_tools <= {"read_file", "execute_command", "bash"} and "write_file" not in child_tools
+    assert "You check release branches." in json.dumps(requests[1]["body"])
+    # the agent tool's description lists the plugin's type
+    parent_agent = next(t for t in requests[0]["body"]["tools"] if t["name"] == "agent")
+    assert "release-checker" in json.dumps(parent_agent)

@@ -37,10 +37,12 @@ from mermaid_cli.run.subagents import Subagents
 if TYPE_CHECKING:
     from mermaid_cli.agent.loop import Agent
     from mermaid_cli.config.loader import Settings
+    from mermaid_cli.extensions.session import RunExtensions
     from mermaid_cli.integrations.mcp.manager import McpManager
     from mermaid_cli.policy.gate import PolicyGate
     from mermaid_cli.providers.base import Provider
     from mermaid_cli.providers.resolve import ResolvedModel
+    from mermaid_cli.run.lineage import AgentType
     from mermaid_cli.store.sessions import SessionWriter
     from mermaid_cli.tools.base import ToolContext, ToolRegistry
 
@@ -225,6 +227,7 @@ async def assemble(
 
         ext = attach_to_run(out, settings, draft.project_root, io.env)
         draft.plugins, draft.skills = ext.plugin_names, ext.skill_count
+        lineage.tree.plugin_types = plugin_agent_types(ext)
     if lineage.terms is not None:
         narrow_settings(settings, lineage.terms)
         draft.safety_mode = settings.safety.mode
@@ -340,6 +343,24 @@ async def assemble(
         redact=draft.redactor,
         subagents=subagents,
     )
+
+
+def plugin_agent_types(ext: RunExtensions) -> dict[str, AgentType]:
+    """The enabled plugins' agent types, as the `agent` tool's type table takes them."""
+    from mermaid_cli.run.lineage import AgentType
+
+    return {
+        t.name: AgentType(
+            t.name,
+            f"{t.description} (plugin {t.plugin})",
+            t.safety or "full_access",
+            tuple(t.tools) if t.tools is not None else None,
+            t.preamble,
+            t.model,
+            t.isolation,
+        )
+        for t in ext.agent_types
+    }
 
 
 def _added_dirs(opts: ExecOptions, io: RunIO) -> tuple[str, ...]:

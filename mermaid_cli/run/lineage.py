@@ -201,6 +201,9 @@ class Tree:
     children run at once, and the root's result lists every child."""
 
     records: dict[str, AgentRecord] = field(default_factory=dict)
+    #: agent types enabled plugins ship (`agents = [...]` assets), for every run of the tree; a
+    #: built-in or config type of the same name wins
+    plugin_types: dict[str, AgentType] = field(default_factory=dict)
     in_flight: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_IN_FLIGHT))
     _next: int = 0
 

@@ -49,7 +49,7 @@ class Subagents:
         self.opts, self.io, self.out, self.draft = opts, io, out, draft
         self.settings = settings
         self.lineage = lineage
-        self.types = agent_types(settings)
+        self.types = {**lineage.tree.plugin_types, **agent_types(settings)}
         self.children: list[str] = []  # direct children, in spawn order
         #: set by assemble once the run's loop exists; a child's parts see it through its lineage
         self.deadline: float = float("inf")
