@@ -438,3 +438,33 @@ def test_child_timeout_stops_the_child_and_the_run_goes_on(project, isolated_env
     finished = next(e for e in out.events if e["type"] == "agent_finished")
     assert finished["status"] == "timeout"
     assert out.events[-1]["response"] == "the child timed out"
+
+
+def test_agents_deny_servers_keeps_a_server_from_every_child(project, isolated_env):
+    import sys
+    from pathlib import Path
+
+    basic = Path(__file__).parent / "mcp_servers" / "basic.py"
+    _user_config(
+        isolated_env,
+        f'mcp_defer_tools = false\n[agents]\ndeny_servers = ["basic"]\n'
+        f'[mcp_servers.basic]\ncommand = "{sys.executable}"\nargs = ["{basic}"]\n',
+    )
+    out, requests = _run(
+        project,
+        [
+            _spawn("Echo hi with the basic server."),
+            call("mcp__basic__echo", {"text": "hi"}, "k1"),
+            say("the server is not there"),
+            say("done"),
+        ],
+        "--safety",
+        "full_access",
+        "go",
+    )
+    assert out.code == 0, out.stderr
+    parent_tools = {t["name"] for t in requests[0]["body"]["tools"]}
+    child_tools = {t["name"] for t in requests[1]["body"]["tools"]}
+    assert "mcp__basic__echo" in parent_tools and "mcp__basic__echo" not in child_tools
+    echo = next(e for e in _child_events(out, "a1") if e["type"] == "tool_finished")
+    assert echo["status"] == "error"

@@ -116,7 +116,9 @@ class Subagents:
             deny_tools=lin.deny_tools
             | frozenset(request.deny_tools)
             | frozenset(self.settings.agents.deny_tools),
-            deny_servers=lin.deny_servers | frozenset(request.deny_servers),
+            deny_servers=lin.deny_servers
+            | frozenset(request.deny_servers)
+            | frozenset(self.settings.agents.deny_servers),
             model=request.model or kind.model,
             isolation=isolation,
         )

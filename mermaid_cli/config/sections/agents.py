@@ -39,6 +39,9 @@ class AgentsSection(Section):
         1200, gt=0, description="Seconds one child may run (never past the run's --timeout)."
     )
     deny_tools: list[str] = Field(default_factory=list, description="Tools no subagent is offered.")
+    deny_servers: list[str] = Field(
+        default_factory=list, description="MCP servers no subagent starts (unioned with each call's)."
+    )
     types: dict[str, AgentTypeSettings] = Field(default_factory=dict, description="Custom subagent types.")
 
     @field_validator("types")
