@@ -70,6 +70,16 @@ def test_read_only_parent_spawns_general_child_whose_write_is_denied(project):
     assert result["session_id"]
     sessions = project / ".mermaid" / "conversations"
     assert (sessions / f"{result['session_id']}.agents" / "a1.jsonl").is_file()
+    # `sessions show` lists the child and shows its own conversation
+    from conftest import run_mermaid
+
+    shown = run_mermaid(["sessions", "show", result["session_id"], "--plain"], project)
+    assert "subagents: a1" in shown.stdout
+    child_view = run_mermaid(["sessions", "show", result["session_id"], "--agent", "a1", "--plain"], project)
+    assert child_view.code == 0 and "Create a.txt containing x." in child_view.stdout
+    assert "delegate the write" not in child_view.stdout
+    bad = run_mermaid(["sessions", "show", result["session_id"], "--agent", "../x"], project)
+    assert bad.code == 2 and "invalid agent id" in bad.stderr
 
 
 def _user_config(isolated_env, text: str) -> None:

@@ -39,16 +39,19 @@ def sessions_list(as_json: bool, path: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the messages as JSON.")
 @click.option("--plain", is_flag=True, help="Plain lines, even at a terminal.")
 @click.option("-p", "--path", "path", default=".", metavar="DIR", help="Project directory.")
-def sessions_show(session_id: str, as_json: bool, plain: bool, path: str) -> None:
-    """Show the conversation of SESSION_ID (rendered with colours at a terminal)."""
+@click.option("--agent", "agent_id", metavar="aN", help="Show that subagent's conversation instead.")
+def sessions_show(session_id: str, as_json: bool, plain: bool, path: str, agent_id: str | None) -> None:
+    """Show the conversation of SESSION_ID (rendered with colours at a terminal); `--agent aN`
+    shows one of its subagents' conversations (their ids are listed at the end)."""
     import json
     from pathlib import Path
 
     from mermaid_cli.core.errors import UsageError
-    from mermaid_cli.store.sessions import load_session
+    from mermaid_cli.store.sessions import child_sessions, load_session
 
     try:
-        data = load_session(Path(path).resolve(), session_id)
+        data = load_session(Path(path).resolve(), session_id, agent_id)
+        children = [] if agent_id else child_sessions(Path(path).resolve(), session_id)
     except UsageError as exc:
         click.echo(f"mermaid: {exc.message}", err=True)
         sys.exit(2)
@@ -61,6 +64,7 @@ def sessions_show(session_id: str, as_json: bool, plain: bool, path: str) -> Non
             "messages": [m.model_dump(mode="json", exclude_none=True) for m in data.messages],
             "state": data.state,
             "bad_lines": data.bad_lines,
+            "subagents": children,
         }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
@@ -72,12 +76,16 @@ def sessions_show(session_id: str, as_json: bool, plain: bool, path: str) -> Non
 
         console, _stream = terminal_console(sys.stdout, os.environ)
         render_transcript(console, data.session_id, data.started.get("model"), data.messages)
+        if children:
+            click.echo(f"subagents: {', '.join(children)} (mermaid sessions show {session_id} --agent ID)")
         return
     for msg in data.messages:
         for block in msg.content:
             line = _block_line(msg.role, block)
             if line is not None:
                 click.echo(line)
+    if children:
+        click.echo(f"subagents: {', '.join(children)} (mermaid sessions show {session_id} --agent ID)")
 
 
 def _terminal(plain: bool) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -131,11 +132,29 @@ def session_path(project_root: Path, session_id: str) -> Path:
     return conversations_dir(project_root) / f"{session_id}.jsonl"
 
 
-def load_session(project_root: Path, session_id: str) -> SessionData:
+def load_session(project_root: Path, session_id: str, agent_id: str | None = None) -> SessionData:
+    """A session, or (with `agent_id`) one of its subagents' sessions, which live in
+    `<session>.agents/aN.jsonl` (grandchildren beside their parents)."""
     path = session_path(project_root, session_id)
-    if not path.is_file():
+    if agent_id is not None:
+        if not re.fullmatch(r"a[0-9]{1,6}", agent_id):
+            raise UsageError(f"invalid agent id {agent_id!r} (expected aN, as `[agent_id: aN]` says)")
+        path = path.with_suffix(".agents") / f"{agent_id}.jsonl"
+        if not path.is_file():
+            raise UsageError(f"session {session_id} has no subagent {agent_id}")
+    elif not path.is_file():
         raise UsageError(f"session {session_id} not found under {conversations_dir(project_root)}")
     return read_session_file(path)
+
+
+def child_sessions(project_root: Path, session_id: str) -> list[str]:
+    """The ids of the subagents whose sessions were kept for `session_id`, in id order."""
+    directory = session_path(project_root, session_id).with_suffix(".agents")
+    if not directory.is_dir():
+        return []
+    return sorted(
+        (p.stem for p in directory.glob("a*.jsonl")), key=lambda s: int(s[1:]) if s[1:].isdigit() else 0
+    )
 
 
 def read_session_file(path: Path) -> SessionData:
