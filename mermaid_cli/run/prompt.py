@@ -97,6 +97,10 @@ def build_system_prompt(
     )
     if tools:
         lines.append(f"Tools: {', '.join(tools)}.")
+        if "scratchpad_read" in offered:
+            from mermaid_cli.tools.call_options import PROMPT_LINE
+
+            lines.append(PROMPT_LINE)
     parts = ["\n".join(lines)]
     if instructions.strip():
         parts.append(

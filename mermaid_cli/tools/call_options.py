@@ -27,16 +27,14 @@ if TYPE_CHECKING:  # the registry advertises the options: this module must not i
 
 SCRATCHPAD = "scratchpad"
 BACKGROUND = "background"
-PARAMETERS: dict[str, dict[str, Any]] = {
-    SCRATCHPAD: {
-        "type": "string",
-        "description": "Save the output to this scratchpad entry instead of returning it (scratchpad_read reads it).",
-    },
-    BACKGROUND: {
-        "type": "boolean",
-        "description": "Run in the background: a task id now, the result later as its own message.",
-    },
-}
+#: on every tool's schema, described once in the system prompt (`PROMPT_LINE`), not per tool:
+#: two descriptions on each of ~20 tools were 4 KB of every request
+PARAMETERS: dict[str, dict[str, Any]] = {SCRATCHPAD: {"type": "string"}, BACKGROUND: {"type": "boolean"}}
+PROMPT_LINE = (
+    "Every tool also takes `scratchpad` (an entry name: the output is saved there instead of "
+    "returned, uncapped; read it with scratchpad_read) and `background` (true: a task id now, the "
+    "result later as its own message)."
+)
 _EXPECTED = {SCRATCHPAD: (str, "a string (an entry name)"), BACKGROUND: (bool, "a boolean")}
 
 _UNCAPPED: ContextVar[bool] = ContextVar("mermaid_uncapped_output", default=False)
