@@ -123,17 +123,33 @@ _SPECS: dict[type[Tool], ToolSpec] = {}
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """A compact JSON schema for `model`: no titles, no `$defs` indirection where avoidable."""
+    """A compact JSON schema for `model`: no titles, no `$defs` indirection where avoidable, and an
+    optional `X | None = None` field shown as plain `X` (leaving it out means None; the arguments
+    are still validated by `model`, which accepts an explicit null). Every request carries these
+    schemas, so their bytes are paid on every turn."""
     schema = model.model_json_schema()
-    return _strip_titles(schema)
+    return _compact(schema)
 
 
-def _strip_titles(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _strip_titles(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+def _compact(node: Any) -> Any:
     if isinstance(node, list):
-        return [_strip_titles(v) for v in node]
-    return node
+        return [_compact(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _compact(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+    branches = out.get("anyOf")
+    if (
+        "default" in out
+        and out["default"] is None
+        and isinstance(branches, list)
+        and len(branches) == 2
+        and {"type": "null"} in branches
+    ):
+        (kept,) = [b for b in branches if b != {"type": "null"}]
+        if isinstance(kept, dict):
+            rest = {k: v for k, v in out.items() if k not in ("anyOf", "default")}
+            out = {**kept, **rest}
+    return out
 
 
 def cap_text(text: str, limit: int = MAX_RESULT_CHARS) -> str:
