@@ -3,8 +3,9 @@ uncommitted state (tracked changes and untracked, unignored files), and the chil
 brought back as one patch: checkpointed first, applied whole or not at all (a conflict is
 reported with the patch saved, never forced). Outside a git repository it is refused.
 
-Git runs with the repository's hooks switched off: they are the repository's code, not the
-operator's, and Mermaid's own bookkeeping commits must not run them.
+Git runs with the repository's hooks (and fsmonitor, signing, pager) switched off: they are the
+repository's code, not the operator's, and Mermaid's own bookkeeping must not run them. `mermaid
+batch` makes its task workspaces with the same pieces.
 """
 
 from __future__ import annotations
@@ -30,12 +31,28 @@ class WorktreeError(Exception):
     """Why a worktree could not be made or its patch not applied (told to the parent's model)."""
 
 
-def _git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> bytes:
+#: options that make git run nothing of the repository's own: hooks, fsmonitor, signing, pager
+SAFE_GIT = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.pager=cat",
+)
+
+
+def git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> bytes:
+    """Run git for Mermaid's own bookkeeping (worktrees, seeds, patches): with `SAFE_GIT`, a fixed
+    identity, and no `GIT_*` variable of the caller's (a `GIT_DIR` would point it elsewhere)."""
+    clean = {k: v for k, v in env.items() if not k.startswith("GIT_")}
     try:
         done = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", *args],
+            ["git", *SAFE_GIT, *args],
             cwd=cwd,
-            env={**env, **_IDENTITY},
+            env={**clean, **_IDENTITY, "GIT_TERMINAL_PROMPT": "0"},
             input=stdin,
             capture_output=True,
             timeout=GIT_TIMEOUT,
@@ -47,6 +64,19 @@ def _git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise WorktreeError(f"git {args[0]}: {message[-1] if message else f'exit {done.returncode}'}")
     return done.stdout
+
+
+def commit_seed(path: Path, env: Mapping[str, str]) -> str:
+    """Everything in `path` (but `.mermaid/`) committed as the base a patch is taken against."""
+    git(["add", "-A", "--", ".", ":(exclude).mermaid"], path, env)
+    git(["commit", "-q", "--allow-empty", "--no-verify", "-m", "mermaid: seed"], path, env)
+    return git(["rev-parse", "HEAD"], path, env).decode().strip()
+
+
+def patch_since(path: Path, seed: str, env: Mapping[str, str]) -> bytes:
+    """What changed in `path` since `seed`, as one binary patch (new files included)."""
+    git(["add", "-A", "--", ".", ":(exclude).mermaid"], path, env)
+    return git(["diff", "--cached", "--binary", seed], path, env)
 
 
 @dataclass
@@ -66,16 +96,16 @@ class Worktree:
     @classmethod
     def _create(cls, project_root: Path, env: Mapping[str, str]) -> Worktree:
         try:
-            top = _git(["rev-parse", "--show-toplevel"], project_root, env).decode().strip()
+            top = git(["rev-parse", "--show-toplevel"], project_root, env).decode().strip()
         except WorktreeError as exc:
             raise WorktreeError(f"isolation 'worktree' needs a git repository ({exc})") from None
         repo = Path(top).resolve()
         try:
-            _git(["rev-parse", "--verify", "HEAD"], repo, env)
+            git(["rev-parse", "--verify", "HEAD"], repo, env)
         except WorktreeError:
             raise WorktreeError("isolation 'worktree' needs a repository with at least one commit") from None
         path = Path(tempfile.mkdtemp(prefix="mermaid-worktree-"))
-        _git(["worktree", "add", "--detach", str(path), "HEAD"], repo, env)
+        git(["worktree", "add", "--detach", str(path), "HEAD"], repo, env)
         tree = cls(repo, path, path / project_root.resolve().relative_to(repo), "", env)
         try:
             tree._seed()
@@ -87,10 +117,10 @@ class Worktree:
     def _seed(self) -> None:
         """The parent's uncommitted state, committed in the worktree so the child's own changes
         are exactly what differs from it."""
-        tracked = _git(["diff", "HEAD", "--binary"], self.repo, self.env)
+        tracked = git(["diff", "HEAD", "--binary"], self.repo, self.env)
         if tracked.strip():
-            _git(["apply", "--binary", "--whitespace=nowarn"], self.path, self.env, stdin=tracked)
-        untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], self.repo, self.env)
+            git(["apply", "--binary", "--whitespace=nowarn"], self.path, self.env, stdin=tracked)
+        untracked = git(["ls-files", "--others", "--exclude-standard", "-z"], self.repo, self.env)
         for name in filter(None, untracked.decode("utf-8", "surrogateescape").split("\0")):
             if name.startswith(".mermaid/") or "/.mermaid/" in name:
                 continue  # the parent's sessions and checkpoints are not the child's work
@@ -98,25 +128,22 @@ class Worktree:
             if source.is_file() and not source.is_symlink():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
-        _git(["add", "-A", "--", ".", ":(exclude).mermaid"], self.path, self.env)
-        _git(["commit", "-q", "--allow-empty", "--no-verify", "-m", "mermaid: seed"], self.path, self.env)
-        self.seed = _git(["rev-parse", "HEAD"], self.path, self.env).decode().strip()
+        self.seed = commit_seed(self.path, self.env)
 
     async def patch(self) -> bytes:
         """The child's changes as one binary patch against the seeded state."""
         return await asyncio.to_thread(self._patch)
 
     def _patch(self) -> bytes:
-        _git(["add", "-A", "--", ".", ":(exclude).mermaid"], self.path, self.env)
-        return _git(["diff", "--cached", "--binary", self.seed], self.path, self.env)
+        return patch_since(self.path, self.seed, self.env)
 
     def remove(self) -> None:
         try:
-            _git(["worktree", "remove", "--force", str(self.path)], self.repo, self.env)
+            git(["worktree", "remove", "--force", str(self.path)], self.repo, self.env)
         except WorktreeError:
             shutil.rmtree(self.path, ignore_errors=True)
             try:
-                _git(["worktree", "prune"], self.repo, self.env)
+                git(["worktree", "prune"], self.repo, self.env)
             except WorktreeError:
                 pass
 
@@ -141,14 +168,14 @@ async def apply_patch(
 
     def run() -> None:
         try:
-            _git(["apply", "--check", "--binary", "--whitespace=nowarn"], tree.repo, tree.env, stdin=patch)
+            git(["apply", "--check", "--binary", "--whitespace=nowarn"], tree.repo, tree.env, stdin=patch)
         except WorktreeError as exc:
             saved.parent.mkdir(parents=True, exist_ok=True)
             saved.write_bytes(patch)
             raise WorktreeError(f"the subagent's patch does not apply ({exc}); saved at {saved}") from None
         if checkpoint is not None:
             checkpoint([tree.repo / p for p in paths], "subagent worktree patch")
-        _git(["apply", "--binary", "--whitespace=nowarn"], tree.repo, tree.env, stdin=patch)
+        git(["apply", "--binary", "--whitespace=nowarn"], tree.repo, tree.env, stdin=patch)
 
     await asyncio.to_thread(run)
     return paths

@@ -11,11 +11,12 @@ saved beside the results, never forced.
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.run.batch.results import BatchHeader, BatchSummary, ResultsFile, TaskResult, summarize
-from mermaid_cli.run.batch.workspace import WorkspaceError, git
+from mermaid_cli.run.worktree import WorktreeError, git
 
 
 def join(files: list[tuple[Path, ResultsFile]]) -> tuple[BatchHeader, list[TaskResult]]:
@@ -73,9 +74,9 @@ async def apply_patches(results: list[TaskResult], repo: Path, conflicts_dir: Pa
             continue
         try:
             # no --3way: it "applies" a clash by writing conflict markers into the file
-            await git(repo, "apply", "--check", "--binary", "-", stdin=patch)
-            await git(repo, "apply", "--binary", "-", stdin=patch)
-        except WorkspaceError:
+            await asyncio.to_thread(git, ["apply", "--check", "--binary", "-"], repo, os.environ, patch)
+            await asyncio.to_thread(git, ["apply", "--binary", "-"], repo, os.environ, patch)
+        except WorktreeError:
             conflicts_dir.mkdir(parents=True, exist_ok=True)
             (conflicts_dir / f"{result.task_id}.patch").write_bytes(patch)
             conflicts.append(result.task_id)

@@ -28,13 +28,13 @@ from mermaid_cli.run.batch.results import BatchHeader, BatchSummary, TaskResult,
 from mermaid_cli.run.batch.tasks import BatchTask, TaskList
 from mermaid_cli.run.batch.workspace import (
     Workspace,
-    WorkspaceError,
     git_root,
     make_workspace,
     remove_workspace,
     scratch_parent,
     task_patch,
 )
+from mermaid_cli.run.worktree import WorktreeError
 
 #: a task that outlives its own --timeout by this much is killed (its run should have ended)
 KILL_GRACE_SECS = 30.0
@@ -234,7 +234,7 @@ async def _run_in_workspace(
                 "artifacts": str(artifacts.relative_to(options.out_dir)),
             }
         )
-    except (WorkspaceError, OSError) as exc:
+    except (WorktreeError, OSError) as exc:
         return TaskResult(
             task_id=task.id,
             status="internal_error",
