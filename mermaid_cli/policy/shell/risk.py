@@ -12,7 +12,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, cast
+from typing import Literal, Protocol, cast, get_args
 
 Risk = Literal[
     "read_only",
@@ -26,17 +26,8 @@ Risk = Literal[
     "destructive",
 ]
 
-RISK_ORDER: tuple[Risk, ...] = (
-    "read_only",
-    "low_mutation",
-    "file_mutation",
-    "shell_mutation",
-    "process",
-    "network",
-    "system_mutation",
-    "external_access",
-    "destructive",
-)
+#: least to most risky: the Literal's own order, so the two cannot drift apart
+RISK_ORDER: tuple[Risk, ...] = get_args(Risk)
 
 RANK: dict[str, int] = {r: i for i, r in enumerate(RISK_ORDER)}
 
