@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from html import escape
 
-from mermaid_cli.run.report.markdown import money, seconds
-from mermaid_cli.run.report.model import BatchReport, RunReport, Span, task_cost
+from mermaid_cli.run.report.model import BatchReport, RunReport, Span
+from mermaid_cli.run.report.tables import (
+    Table,
+    blocked_table,
+    summary_table,
+    tasks_table,
+    tools_table,
+    turns_table,
+    verify_table,
+)
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1b1f24;background:#fff}
@@ -74,7 +82,8 @@ def bars_svg(element_id: str, values: list[tuple[str, float]], unit: str) -> str
     return "".join(parts)
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
+def _table(table: Table) -> str:
+    head, rows = table
     cells = "".join(f"<th>{escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><tr>{cells}</tr>{body}</table>"
@@ -90,24 +99,10 @@ def _page(title: str, body: str) -> str:
 
 def render_run(report: RunReport) -> str:
     code = "–" if report.exit_code is None else str(report.exit_code)
-    parts = [f"<h1>Mermaid run: {escape(report.status)} (exit {escape(code)})</h1>"]
-    parts.append(
-        _table(
-            ["model", "session", "turns", "tokens", "cost", "time", "files changed", "blocked"],
-            [
-                [
-                    report.model,
-                    report.session_id,
-                    str(len(report.turns)),
-                    str(report.total_tokens),
-                    money(report.cost_usd),
-                    seconds(report.duration_ms),
-                    str(len(report.files_changed)),
-                    str(len(report.blocked)),
-                ]
-            ],
-        )
-    )
+    parts = [
+        f"<h1>Mermaid run: {escape(report.status)} (exit {escape(code)})</h1>",
+        _table(summary_table(report)),
+    ]
     note = ' <span class="muted">(approximate: these events carry no ts)</span>' if report.approximate else ""
     parts.append(f"<h2>Timeline{note}</h2>{timeline_svg(report.spans)}")
     if report.turns:
@@ -124,47 +119,14 @@ def render_run(report: RunReport) -> str:
             parts.append(
                 bars_svg("cost", [(str(t.number), float(t.cost_usd or 0)) for t in report.turns], "USD")
             )
-        parts.append(
-            _table(
-                ["turn", "input tokens", "output tokens", "cost", "stop", "time"],
-                [
-                    [
-                        str(t.number),
-                        str(t.input_tokens),
-                        str(t.output_tokens),
-                        money(t.cost_usd),
-                        t.stop_reason or "",
-                        seconds(t.duration_ms),
-                    ]
-                    for t in report.turns
-                ],
-            )
-        )
-    if report.tools:
-        parts.append("<h2>Tools</h2>")
-        parts.append(
-            _table(
-                ["tool", "calls", "errors", "denied", "time"],
-                [
-                    [t.name, str(t.calls), str(t.errors), str(t.denied), seconds(t.total_ms)]
-                    for t in report.tools
-                ],
-            )
-        )
-    if report.blocked:
-        parts.append("<h2>Blocked calls</h2>")
-        parts.append(
-            _table(
-                ["tool", "reason"],
-                [
-                    [str(b.get("tool") or b.get("name") or "?"), str(b.get("reason", ""))]
-                    for b in report.blocked
-                ],
-            )
-        )
-    if report.verify:
-        parts.append("<h2>Verify rounds</h2>")
-        parts.append(_table(["round", "command", "exit"], [[str(a), c, str(e)] for a, c, e in report.verify]))
+        parts.append(_table(turns_table(report)))
+    for title, present, table in (
+        ("Tools", report.tools, tools_table),
+        ("Blocked calls", report.blocked, blocked_table),
+        ("Verify rounds", report.verify, verify_table),
+    ):
+        if present:
+            parts.append(f"<h2>{title}</h2>{_table(table(report))}")
     if report.files_changed:
         parts.append(
             "<h2>Files changed</h2><ul>"
@@ -182,24 +144,7 @@ def render_batch(report: BatchReport) -> str:
     summary = report.results.summary
     title = f"Mermaid batch: {summary.status} (exit {summary.exit_code})" if summary else "Mermaid batch"
     parts = [f"<h1>{escape(title)}</h1>", "<h2>Timeline</h2>", timeline_svg(report.spans), "<h2>Tasks</h2>"]
-    parts.append(
-        _table(
-            ["task", "status", "exit", "time", "cost", "tokens", "files", "note"],
-            [
-                [
-                    r.task_id,
-                    r.status,
-                    "–" if r.exit_code is None else str(r.exit_code),
-                    seconds(r.duration_ms),
-                    task_cost(r),
-                    str(r.total_tokens),
-                    str(len(r.files_changed)),
-                    r.reason or "",
-                ]
-                for r in report.results.results
-            ],
-        )
-    )
+    parts.append(_table(tasks_table(report.results.results)))
     return _page(title, "".join(parts))
 
 

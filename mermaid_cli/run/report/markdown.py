@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import re
 
-from mermaid_cli.run.report.model import BatchReport, RunReport, Span, task_cost
+from mermaid_cli.run.report.model import BatchReport, RunReport, Span
+from mermaid_cli.run.report.tables import (
+    Table,
+    blocked_table,
+    money,
+    summary_table,
+    tasks_table,
+    tools_table,
+    turns_table,
+    verify_table,
+)
 
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9 _./@+=-]")
 
@@ -22,14 +32,6 @@ def cell(text: object, limit: int = 120) -> str:
 
 def gantt_label(text: str) -> str:
     return (_LABEL_UNSAFE.sub("_", text).strip() or "_")[:60]
-
-
-def money(value: float | None) -> str:
-    return "–" if value is None else f"${value:.4f}"
-
-
-def seconds(ms: int) -> str:
-    return f"{ms / 1000:.2f} s"
 
 
 def gantt(spans: list[Span], title: str, sections: dict[str, str]) -> list[str]:
@@ -53,55 +55,30 @@ def gantt(spans: list[Span], title: str, sections: dict[str, str]) -> list[str]:
     return lines
 
 
+def md_table(table: Table) -> list[str]:
+    """A GitHub table, every cell made inert by `cell`."""
+    head, rows = table
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return lines + ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
+
+
 def render_run(report: RunReport) -> str:
-    out = [
-        f"## Mermaid run: {cell(report.status)} (exit {report.exit_code if report.exit_code is not None else '–'})",
-        "",
-    ]
-    out += [
-        "| model | session | turns | tokens | cost | time | files changed | blocked |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| {cell(report.model)} | {cell(report.session_id)} | {len(report.turns)} | {report.total_tokens} "
-        f"| {money(report.cost_usd)} | {seconds(report.duration_ms)} | {len(report.files_changed)} "
-        f"| {len(report.blocked)} |",
-        "",
-    ]
+    code = report.exit_code if report.exit_code is not None else "–"
+    out = [f"## Mermaid run: {cell(report.status)} (exit {code})", ""]
+    out += md_table(summary_table(report)) + [""]
     if report.spans:
         note = " (approximate: these events carry no `ts`)" if report.approximate else ""
         out += [f"### Timeline{note}", ""]
         out += gantt(report.spans, "run timeline", {"turn": "Model", "tool": "Tools"})
         out.append("")
-    if report.turns:
-        out += [
-            "### Turns",
-            "",
-            "| turn | input tokens | output tokens | cost | stop | time |",
-            "|---|---|---|---|---|---|",
-        ]
-        for turn in report.turns:
-            out.append(
-                f"| {turn.number} | {turn.input_tokens} | {turn.output_tokens} | {money(turn.cost_usd)} "
-                f"| {cell(turn.stop_reason or '')} | {seconds(turn.duration_ms)} |"
-            )
-        out.append("")
-    if report.tools:
-        out += ["### Tools", "", "| tool | calls | errors | denied | time |", "|---|---|---|---|---|"]
-        for tool in report.tools:
-            out.append(
-                f"| {cell(tool.name)} | {tool.calls} | {tool.errors} | {tool.denied} | {seconds(tool.total_ms)} |"
-            )
-        out.append("")
-    if report.blocked:
-        out += ["### Blocked calls", "", "| tool | reason |", "|---|---|"]
-        for item in report.blocked:
-            out.append(
-                f"| {cell(item.get('tool') or item.get('name') or '?')} | {cell(item.get('reason', ''))} |"
-            )
-        out.append("")
-    if report.verify:
-        out += ["### Verify rounds", "", "| round | command | exit |", "|---|---|---|"]
-        out += [f"| {attempt} | {cell(command)} | {code} |" for attempt, command, code in report.verify]
-        out.append("")
+    for title, present, table in (
+        ("Turns", report.turns, turns_table),
+        ("Tools", report.tools, tools_table),
+        ("Blocked calls", report.blocked, blocked_table),
+        ("Verify rounds", report.verify, verify_table),
+    ):
+        if present:
+            out += [f"### {title}", ""] + md_table(table(report)) + [""]
     if report.files_changed:
         out += (
             ["### Files changed", ""]
@@ -130,18 +107,7 @@ def render_batch(report: BatchReport) -> str:
         ]
     if report.spans:
         out += ["### Timeline", ""] + gantt(report.spans, "batch timeline", {"task": "Tasks"}) + [""]
-    out += [
-        "### Tasks",
-        "",
-        "| task | status | exit | time | cost | tokens | files | note |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results.results:
-        exit_code = "–" if r.exit_code is None else r.exit_code
-        out.append(
-            f"| {cell(r.task_id)} | {cell(r.status)} | {exit_code} | {seconds(r.duration_ms)} | {task_cost(r)} "
-            f"| {r.total_tokens} | {len(r.files_changed)} | {cell(r.reason or '')} |"
-        )
+    out += ["### Tasks", ""] + md_table(tasks_table(results.results))
     if summary and summary.conflicts:
         out += ["", "### Conflicts", ""] + [
             f"- {cell(task_id)}: patch did not apply; saved, not forced" for task_id in summary.conflicts
