@@ -68,3 +68,25 @@ def test_key_changes_with_what_decides_the_tool_set():
 def test_a_corrupt_cache_file_is_ignored(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     assert spec_cache.load(tmp_path, "bad") is None
+
+
+def test_loaded_built_ins_keep_the_cached_specs(tmp_path, monkeypatch):
+    """The first tool call loads the real tools; their schemas are not rebuilt for the next turn."""
+    import os
+
+    from mermaid_cli.tools import base
+
+    settings = Settings()
+    real = build_registry(settings, os.environ, interactive=False)
+    spec_cache.save(tmp_path, "k", real)
+    specs, absent = spec_cache.load(tmp_path, "k")
+    monkeypatch.setattr(base, "_SPECS", {})  # a fresh process: no schema built yet
+    built = []
+    monkeypatch.setattr(base, "schema_of", lambda model: built.append(model) or {})
+    cached = spec_cache.CachedRegistry(
+        specs, absent, lambda: build_registry(settings, os.environ, interactive=False)
+    )
+    assert cached.get("read_file") is not None and cached.loaded
+    after = cached.specs()
+    assert after == specs and all(a is b for a, b in zip(after, specs, strict=True))
+    assert built == []

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mermaid_cli.core.errors import ProviderError
 from mermaid_cli.providers.errors import Retryable, map_http_error, map_transport_error
+from mermaid_cli.providers.tls import TlsContext, verified_context
 
 if TYPE_CHECKING:
     import httpx
@@ -148,29 +149,39 @@ class HttpTransport:
         secrets: tuple[str, ...] = (),
         timeout: float = 600.0,
         connect_timeout: float = CONNECT_TIMEOUT,
+        base_url: str | None = None,
     ) -> None:
         self.provider = provider
+        #: started now when `base_url` is known, so the CA bundle loads while the run assembles
+        self._tls = TlsContext(base_url) if base_url else None
         self.secrets = secrets
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._client: httpx.AsyncClient | None = None
 
-    def client(self) -> httpx.AsyncClient:
+    def client(self, url: str = "") -> httpx.AsyncClient:
         if self._client is None:
             import socket
             import urllib.request
 
             import httpx
 
+            if self._tls is None:
+                self._tls = TlsContext(url or "https://")
             timeout = httpx.Timeout(self._timeout, connect=self._connect_timeout)
             if urllib.request.getproxies():
-                # httpx applies HTTP(S)_PROXY / NO_PROXY only to a client without its own transport
-                self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=True)
+                # httpx applies HTTP(S)_PROXY / NO_PROXY only to a client without its own transport;
+                # the proxy itself may speak TLS, so this client always trusts the CA bundle
+                verify = self._tls.get() if not self._tls.plain else verified_context()
+                self._client = httpx.AsyncClient(
+                    timeout=timeout, follow_redirects=False, trust_env=True, verify=verify
+                )
             else:
+                verify = self._tls.get()
                 # TCP_NODELAY: on a reused connection headers and body go out as separate writes;
                 # Nagle + delayed ACK would hold the body back ~40 ms per request.
                 transport = httpx.AsyncHTTPTransport(
-                    socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+                    verify=verify, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
                 )
                 self._client = httpx.AsyncClient(
                     timeout=timeout, follow_redirects=False, trust_env=True, transport=transport
@@ -181,7 +192,7 @@ class HttpTransport:
         """POST `body` and yield SSE events. Non-2xx → mapped error; transport failure → mapped error."""
         import httpx
 
-        client = self.client()
+        client = self.client(url)
         try:
             async with client.stream("POST", url, headers=headers, content=body) as response:
                 if response.status_code >= 300:
@@ -196,7 +207,7 @@ class HttpTransport:
         """POST `body` and return the parsed JSON response (a request sent with `stream: false`)."""
         import httpx
 
-        client = self.client()
+        client = self.client(url)
         try:
             response = await client.post(url, headers={**headers, "accept": "application/json"}, content=body)
         except httpx.HTTPError as exc:

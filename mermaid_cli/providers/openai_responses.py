@@ -48,7 +48,10 @@ class OpenAIResponsesProvider:
         self.endpoint = endpoint
         self.model_id = endpoint.model_id
         self._http = HttpTransport(
-            endpoint.provider, secrets=endpoint.secrets, connect_timeout=endpoint.connect_timeout
+            endpoint.provider,
+            secrets=endpoint.secrets,
+            connect_timeout=endpoint.connect_timeout,
+            base_url=endpoint.base_url,
         )
         #: what this run's requests leave out since the API refused it (see fallbacks.py)
         self.fallbacks = Fallbacks()

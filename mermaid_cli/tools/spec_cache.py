@@ -91,7 +91,8 @@ class CachedRegistry(ToolRegistry):
         super().__init__([], absent)
         self.filter = tool_filter  # MCP tools that join before the real tools load pass it too
         self._cached = specs
-        self._cached_names = {s.name for s in specs}
+        self._cached_by_name = {s.name: s for s in specs}
+        self._cached_names = set(self._cached_by_name)
         self._loader: Callable[[], ToolRegistry] | None = loader
 
     def _load(self) -> None:
@@ -112,9 +113,13 @@ class CachedRegistry(ToolRegistry):
         return super().current()
 
     def specs(self) -> list[ToolSpec]:
-        if self.loaded:
-            return super().specs()
         from mermaid_cli.tools.call_options import advertise
+
+        if self.loaded:
+            # The loaded built-ins' specs are the cached ones (the key covers their sources and
+            # settings): reused, not rebuilt from their schemas at the first tool call.
+            built_in = [self._cached_by_name.get(t.name) or advertise(t.spec()) for t in self._tools.values()]
+            return [*built_in, *(advertise(t.spec()) for t in self._dynamic_tools())]
 
         extra = [advertise(t.spec()) for t in self._dynamic_tools() if t.name not in self._cached_names]
         return [*self._cached, *extra]
