@@ -176,3 +176,37 @@ def test_a_plugin_agent_type_is_spawned_under_its_ceiling(project, isolated_env)
     # the agent tool's description lists the plugin's type
     parent_agent = next(t for t in requests[0]["body"]["tools"] if t["name"] == "agent")
     assert "release-checker" in json.dumps(parent_agent)
+
+
+def test_a_run_with_no_extensions_imports_none_of_their_machinery(project, isolated_env):
+    """No plugin, skill or command directory, no lifecycle hook: the extension modules stay
+    unimported (they are off the path to the first request), and `/name` still gets its warning."""
+    script = project / "s.jsonl"
+    script.write_text('{"type":"turn","content":[{"type":"text","text":"ok"}],"stop_reason":"stop"}\n')
+    probe = (
+        "import json, os, sys\n"
+        "real_exit = os._exit\n"
+        "def report(code):\n"
+        "    loaded = sorted(m for m in sys.modules if m.startswith('mermaid_cli.extensions'))\n"
+        "    sys.stderr.write('PROBE ' + json.dumps([code, loaded]) + '\\n'); sys.stderr.flush()\n"
+        "    real_exit(code)\n"
+        "os._exit = report\n"
+        "from mermaid_cli.cli.main import main\n"
+        "sys.argv = ['mermaid', 'exec', '--json', '--model', 'replay/s.jsonl', '/deploy prod']\n"
+        "main()\n"
+    )
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True)
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("PROBE ")]
+    code, loaded = json.loads(line.removeprefix("PROBE "))
+    assert code == 0, proc.stderr
+    assert set(loaded) <= {
+        "mermaid_cli.extensions",
+        "mermaid_cli.extensions.session",
+        "mermaid_cli.extensions.locations",
+        "mermaid_cli.extensions.commands",  # the `/deploy` warning comes from the command table
+        "mermaid_cli.extensions.frontmatter",
+    }, loaded
+    assert "mermaid_cli.extensions.manifest" not in loaded
+    assert "/deploy is not a known prompt command; the prompt is sent as written" in proc.stderr

@@ -20,9 +20,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from mermaid_cli.config.loader import Settings, data_dir
+from mermaid_cli.extensions.locations import lock_path
 from mermaid_cli.extensions.manifest import Audit, PluginError, PluginManifest, audit
-
-LOCK_NAME = "plugins.lock.json"
 
 
 class LockEntry(BaseModel):
@@ -52,10 +51,6 @@ class LoadedPlugin:
     @property
     def name(self) -> str:
         return self.manifest.name
-
-
-def lock_path(env: Mapping[str, str] | None = None) -> Path:
-    return data_dir(env) / LOCK_NAME
 
 
 def read_lock(env: Mapping[str, str] | None = None) -> LockFile:

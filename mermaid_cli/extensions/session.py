@@ -8,31 +8,37 @@ holds: problems are warnings (stderr) or doctor entries.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from mermaid_cli.config.loader import Settings, find_git_root, user_config_dir
+from mermaid_cli.config.loader import Settings, find_git_root
 from mermaid_cli.config.sections.hooks import LIFECYCLE_EVENTS, HookSpec
-from mermaid_cli.extensions.bundles import PluginAgentType, contributions
-from mermaid_cli.extensions.commands import CommandRoot, CommandSet
-from mermaid_cli.extensions.commands import discover as discover_commands
-from mermaid_cli.extensions.lifecycle import LifecycleObserver
-from mermaid_cli.extensions.plugins import LoadedPlugin, enabled_plugins
-from mermaid_cli.extensions.skill_tools import ProjectSkillReads, UntrustedFlag
-from mermaid_cli.extensions.skills import SkillRoot, SkillSet, discover
+from mermaid_cli.extensions.locations import lock_path, project_dir, user_dir
 
 if TYPE_CHECKING:
+    from mermaid_cli.extensions.bundles import PluginAgentType
+    from mermaid_cli.extensions.commands import CommandRoot, CommandSet
+    from mermaid_cli.extensions.lifecycle import LifecycleObserver
+    from mermaid_cli.extensions.plugins import LoadedPlugin
+    from mermaid_cli.extensions.skill_tools import ProjectSkillReads, UntrustedFlag
+    from mermaid_cli.extensions.skills import SkillRoot, SkillSet
     from mermaid_cli.run.output import Output
     from mermaid_cli.tools.base import ToolRegistry
 
 
 @dataclass
 class RunExtensions:
+    """What extensions add to one run. `skills` and `commands` are None when nothing could provide
+    them (no plugin, no skill or command directory): the extension modules are then never imported,
+    which keeps them off the path to the first request (issue 23)."""
+
     plugins: list[LoadedPlugin] = field(default_factory=list)
-    skills: SkillSet = field(default_factory=SkillSet)
-    commands: CommandSet = field(default_factory=CommandSet)
+    skills: SkillSet | None = None
+    commands: CommandSet | None = None
     agent_types: list[PluginAgentType] = field(default_factory=list)
     observer: LifecycleObserver | None = None
     note: Callable[[str], None] = lambda _text: None
@@ -44,10 +50,16 @@ class RunExtensions:
 
     @property
     def skill_count(self) -> int:
-        return len(self.skills.skills)
+        return len(self.skills.skills) if self.skills is not None else 0
 
     def expand_prompt(self, prompt: str) -> str:
         """A leading `/name args` expanded (the warning for an unknown name goes to stderr)."""
+        if self.commands is None:
+            if not prompt.startswith("/"):
+                return prompt
+            from mermaid_cli.extensions.commands import CommandSet
+
+            self.commands = CommandSet()  # none defined: what a `/name` gets is the warning
         text, warning = self.commands.expand(prompt)
         if warning:
             self.note(f"warning: {warning}")
@@ -55,7 +67,7 @@ class RunExtensions:
 
     def add_tools(self, registry: ToolRegistry) -> None:
         """Offer `skill` and `skill_search` when there are skills."""
-        if self.skills.skills:
+        if self.skills is not None and self.skills.skills:
             from mermaid_cli.extensions.skill_tools import SkillTools
 
             registry.add_dynamic(SkillTools(self.skills))
@@ -82,15 +94,17 @@ class RunExtensions:
 
     def system_prompt(self, base: str) -> str:
         """`base` with the skills index appended (byte-stable: the same skills give the same bytes)."""
-        index = self.skills.index()
+        index = self.skills.index() if self.skills is not None else ""
         return f"{base.rstrip()}\n\n{index}\n" if index else base
 
 
 def skill_roots(project_root: Path, env: Mapping[str, str], plugins: list[LoadedPlugin]) -> list[SkillRoot]:
+    from mermaid_cli.extensions.skills import SkillRoot
+
     root = find_git_root(project_root) or project_root
     roots = [
-        SkillRoot(root / ".mermaid" / "skills", "project", jail=root),
-        SkillRoot(user_config_dir(env) / "skills", "user"),
+        SkillRoot(project_dir(project_root, "skills"), "project", jail=root),
+        SkillRoot(user_dir(env, "skills"), "user"),
     ]
     for plugin in plugins:
         for rel in plugin.manifest.skills:
@@ -103,10 +117,12 @@ def skill_roots(project_root: Path, env: Mapping[str, str], plugins: list[Loaded
 def command_roots(
     project_root: Path, env: Mapping[str, str], plugins: list[LoadedPlugin]
 ) -> list[CommandRoot]:
+    from mermaid_cli.extensions.commands import CommandRoot
+
     root = find_git_root(project_root) or project_root
     roots = [
-        CommandRoot("project", root / ".mermaid" / "commands", jail=root),
-        CommandRoot("user", user_config_dir(env) / "commands"),
+        CommandRoot("project", project_dir(project_root, "commands"), jail=root),
+        CommandRoot("user", user_dir(env, "commands")),
     ]
     for plugin in plugins:
         files = tuple(plugin.audit.paths[("prompts", rel)] for rel in plugin.manifest.prompts)
@@ -128,6 +144,15 @@ def load_for_run(
     """Everything extensions add to this run. Folds the plugins' MCP servers into
     `settings.mcp_servers` and their hooks into `settings.hooks.before_tool_use` (the gate reads
     them from there); the user's own servers win a name clash."""
+    if _nothing_to_load(settings, project_root, env):
+        return RunExtensions(note=note)
+    from mermaid_cli.extensions.bundles import contributions
+    from mermaid_cli.extensions.commands import discover as discover_commands
+    from mermaid_cli.extensions.lifecycle import LifecycleObserver
+    from mermaid_cli.extensions.plugins import enabled_plugins
+    from mermaid_cli.extensions.skill_tools import ProjectSkillReads
+    from mermaid_cli.extensions.skills import discover
+
     plugins, warnings = enabled_plugins(settings, env)
     skills = discover(
         skill_roots(project_root, env, plugins), project_root=find_git_root(project_root) or project_root
@@ -158,6 +183,21 @@ def load_for_run(
     return RunExtensions(plugins, skills, commands, bundle.agent_types, observer, note, reads)
 
 
+def _nothing_to_load(settings: Settings, project_root: Path, env: Mapping[str, str]) -> bool:
+    """No plugin can be enabled (no lock file, none named in the config), no skill or command
+    directory exists and no lifecycle hook is configured: a run without extensions."""
+    if settings.plugins.enabled or lock_path(env).exists():
+        return False
+    if any(settings.hooks.for_event(event) for event in LIFECYCLE_EVENTS):
+        return False
+    places = [
+        where(kind)
+        for where in (partial(project_dir, project_root), partial(user_dir, env))
+        for kind in ("skills", "commands")
+    ]
+    return not any(os.path.lexists(place) for place in places)
+
+
 def attach_to_run(
     out: Output, settings: Settings, project_root: Path, env: Mapping[str, str]
 ) -> RunExtensions:
@@ -171,6 +211,9 @@ def attach_to_run(
 def plugin_agent_types(settings: Settings, env: Mapping[str, str]) -> tuple[list[PluginAgentType], list[str]]:
     """The enabled plugins' agent types (a config type of the same name wins) and the warnings:
     what the `agent` tool's type table folds in."""
+    from mermaid_cli.extensions.bundles import contributions
+    from mermaid_cli.extensions.plugins import enabled_plugins
+
     plugins, warnings = enabled_plugins(settings, env)
     bundle = contributions(
         plugins, configured_servers=settings.mcp_servers, configured_types=configured_agent_types(settings)
@@ -182,6 +225,9 @@ def doctor_report(
     settings: Settings, project_root: Path, env: Mapping[str, str]
 ) -> list[tuple[str, Literal["ok", "warn"], str]]:
     """(check name, status, detail) lines for `mermaid doctor`: plugins, skills, skipped files."""
+    from mermaid_cli.extensions.plugins import enabled_plugins
+    from mermaid_cli.extensions.skills import discover
+
     plugins, warnings = enabled_plugins(settings, env)
     skills = discover(
         skill_roots(project_root, env, plugins), project_root=find_git_root(project_root) or project_root
