@@ -199,3 +199,28 @@ def test_the_fake_streams_a_compaction_block_the_sdk_accepts():
     for _, data in events:
         if data["type"] != "ping":
             validate_sdk_event(BetaRawMessageStreamEvent, data)
+
+
+def test_a_resumed_session_sends_the_compaction_block_back(project):
+    model = "anthropic/claude-sonnet-4-6"
+    with FakeProviderServer(_script()) as server:
+        first = run_inprocess(
+            ["--json", *WINDOW, *NATIVE, "--model", model, "write a.txt"], project, env=fake_env(server)
+        )
+        before = server.requests[-1]["body"]["messages"]
+        server.add({"type": "turn", "content": [{"type": "text", "text": "still done"}]})
+        sid = first.events[0]["session_id"]
+        again = run_inprocess(
+            ["--json", *WINDOW, *NATIVE, "--resume", sid, "--model", model, "and now?"],
+            project,
+            env=fake_env(server),
+        )
+        after = server.requests[-1]
+    assert first.code == 0 and again.code == 0, again.stderr
+    assert again.events[-1]["response"] == "still done"
+    validate_anthropic_beta_request(after["body"])
+    assert "compact-2026-01-12" in after["headers"]["anthropic-beta"]
+    # the session file kept the block whole: the resumed request extends the last one sent
+    messages = _strip_cache(after["body"]["messages"])
+    assert messages[: len(before)] == _strip_cache(before)
+    assert len(_compaction_parts(messages)) == 1
