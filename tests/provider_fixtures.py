@@ -90,7 +90,8 @@ def strict_validator(tp: Any) -> Any:
                 return
             if node.get("type") == "generator":
                 node["type"] = "list"
-            if node.get("type") == "typed-dict":
+            if node.get("type") == "typed-dict" and "extras_schema" not in node:
+                # (a TypedDict that declares its extra items keeps them: some beta types do)
                 node["extra_behavior"] = "forbid"
                 node.pop("config", None)  # its extra_fields_behavior would win over ours
             for value in node.values():
@@ -105,6 +106,13 @@ def strict_validator(tp: Any) -> Any:
 
 def validate_anthropic_request(body: dict[str, Any]) -> None:
     from anthropic.types.message_create_params import MessageCreateParamsStreaming
+
+    strict_validator(MessageCreateParamsStreaming).validate_python(body)
+
+
+def validate_anthropic_beta_request(body: dict[str, Any]) -> None:
+    """A request with beta-only parameters (`context_management`, compaction blocks)."""
+    from anthropic.types.beta.message_create_params import MessageCreateParamsStreaming
 
     strict_validator(MessageCreateParamsStreaming).validate_python(body)
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
 from mermaid_cli.core.types import (
     Block,
+    CompactionBlock,
     ImageBlock,
     Message,
     ReasoningBlock,
@@ -114,6 +115,9 @@ def render_transcript(messages: Sequence[Message], *, block_chars: int = BLOCK_C
                 out.append(f"[{i} {msg.role} image {block.image.media_type}]")
             elif isinstance(block, ReasoningBlock):
                 continue  # private to the model, often encrypted; the actions show the reasoning
+            elif isinstance(block, CompactionBlock) and block.text.strip():
+                # the provider's own summary of what came before (OpenAI's is opaque: skipped)
+                out.append(f"[{i} provider compaction summary]\n{_clip(block.text, block_chars)}")
     return "\n\n".join(out)
 
 

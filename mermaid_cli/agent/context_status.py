@@ -27,4 +27,6 @@ def measure(agent: Agent) -> ContextStatus:
         tail_turns=policy.tail_turns,
         fixed_tokens=fixed,
         compactions=agent.compactions,
+        server_compaction=policy.provider_native,
+        server_compactions=agent.server_compactions,
     )

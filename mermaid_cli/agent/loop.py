@@ -18,6 +18,7 @@ from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import LimitReached, ProviderError
 from mermaid_cli.core.types import (
     CONTEXT_FULL,
+    CompactionBlock,
     Message,
     ModelTurn,
     ReasoningBlock,
@@ -101,6 +102,7 @@ class Agent:
         )
         self._message_seq = 0
         self.compactions = 0  # this run's, for context_check
+        self.server_compactions = 0  # of them, done by the provider server-side
         ctx.context_status = lambda: measure_context(self)
 
     # -- conversation -------------------------------------------------------------------------
@@ -185,6 +187,7 @@ class Agent:
             reasoning=self.reasoning,
             max_output_tokens=self.max_output_tokens,
             response_schema=response_schema,
+            compact_at=self._compact_at(),
         )
         turn = await self.provider.turn(request, _EmitSink(self))
         self.stats.num_turns += 1
@@ -221,6 +224,7 @@ class Agent:
                 tools=tuple(self.registry.specs()),
                 max_output_tokens=self.max_output_tokens,
                 reasoning=self.reasoning,
+                compact_at=self._compact_at(),
             )
             try:
                 turn = await self.provider.turn(request, _EmitSink(self))
@@ -237,6 +241,10 @@ class Agent:
         usage = self._after_call(turn, turn.stop_reason)
         self.context_tokens = usage.total_tokens if turn.usage is not None else self._estimate_tokens() + 100
         self.ctx.tokens_total = self.stats.usage.total_tokens
+        if any(isinstance(b, CompactionBlock) for b in turn.content):
+            self.compactions += 1
+            self.server_compactions += 1
+            self.note("the provider compacted the context server-side")
         self._commit(turn.message)
         return turn
 
@@ -286,11 +294,20 @@ class Agent:
         focus, self.calls.compaction_focus = self.calls.compaction_focus, None
         policy = self.compaction
         due = policy.auto_enabled and (
-            cmp.should_compact(self.context_tokens, policy.window, policy.threshold_percent)
+            # with provider-native compaction the server acts on the token threshold, not we
+            (
+                not policy.provider_native
+                and cmp.should_compact(self.context_tokens, policy.window, policy.threshold_percent)
+            )
             or cmp.images_due(self.messages)
         )
         if focus is not None or due:
             await self._compact(focus)
+
+    def _compact_at(self) -> int | None:
+        """The input size at which the provider is asked to compact server-side, if it is."""
+        policy = self.compaction
+        return policy.threshold_tokens if policy.provider_native and policy.auto_enabled else None
 
     async def _compact(self, focus: str | None, *, max_chars: int | None = None) -> bool:
         """Summarise older history into a checkpoint; the session log keeps every message."""

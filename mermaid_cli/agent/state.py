@@ -35,6 +35,13 @@ class CompactionPolicy:
     tail_turns: int = 2
     max_recoveries: int = 3
     window: int = 200_000
+    #: the provider compacts server-side at the threshold (`[compaction] provider_native` and a
+    #: model that supports it); the loop's own token-threshold compaction then stays off
+    provider_native: bool = False
+
+    @property
+    def threshold_tokens(self) -> int:
+        return self.window * self.threshold_percent // 100
 
 
 @dataclass

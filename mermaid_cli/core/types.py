@@ -101,8 +101,20 @@ class ImageBlock(_Frozen):
     image: ImageData
 
 
+class CompactionBlock(_Frozen):
+    """The provider compacted the context server-side (`[compaction] provider_native`): `item` is
+    its compaction block (Anthropic) or item (OpenAI Responses) as returned, sent back verbatim on
+    later turns to that provider only; the server then ignores what came before it. `text` is the
+    readable summary where the provider gives one (Anthropic), "" when it is opaque (OpenAI)."""
+
+    type: Literal["compaction"] = "compaction"
+    provider: str
+    item: dict[str, Any]
+    text: str = ""
+
+
 Block = Annotated[
-    TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock,
+    TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock | CompactionBlock,
     Field(discriminator="type"),
 ]
 
@@ -143,6 +155,9 @@ class TurnRequest(_Frozen):
     max_output_tokens: int | None = None
     reasoning: Literal["none", "low", "medium", "high"] | None = None
     response_schema: dict[str, Any] | None = None
+    #: ask the provider to compact server-side once the input reaches this many tokens
+    #: (`[compaction] provider_native`, where the model supports it); None: never
+    compact_at: int | None = None
 
 
 StopReason = str  # "stop", "tool_use", "length", "content_filter" or a provider-specific string

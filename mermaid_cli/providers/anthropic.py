@@ -9,12 +9,13 @@ order and `messages` last, so everything before the last message is byte-identic
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from mermaid_cli.core.arguments import parse_tool_arguments
 from mermaid_cli.core.types import (
     CONTEXT_FULL,
     Block,
+    CompactionBlock,
     ImageBlock,
     Message,
     ModelTurn,
@@ -46,6 +47,11 @@ THINKING_BUDGETS = {"low": 2_048, "medium": 8_192, "high": 24_576}
 #: room for the answer beside a thinking budget
 ANSWER_ROOM = 8_192
 _EPHEMERAL = {"type": "ephemeral"}
+#: server-side compaction (`[compaction] provider_native`): its beta, its context edit, and the
+#: lowest trigger the API accepts
+COMPACT_BETA = "compact-2026-01-12"
+COMPACT_EDIT = "compact_20260112"
+MIN_COMPACT_TRIGGER = 50_000
 _STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -61,6 +67,10 @@ _parse_args = parse_tool_arguments  # the one parser (core/arguments.py)
 
 
 class AnthropicProvider:
+    #: whether this endpoint offers the compaction context edit (a subclass for another host may
+    #: say no); the model's row says whether the model does
+    SERVER_COMPACTION: ClassVar[bool] = True
+
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.model_id = endpoint.model_id
@@ -79,6 +89,11 @@ class AnthropicProvider:
     def native_rejected(self) -> bool:
         """The API rejected the native tool definitions; ours are sent from then on."""
         return self.fallbacks.native_tools
+
+    @property
+    def native_compaction(self) -> bool:
+        """The API compacts this model's context server-side when a request asks (`compact_at`)."""
+        return self.SERVER_COMPACTION and self.endpoint.model_facts.compaction
 
     # --- request ----------------------------------------------------------------------------
 
@@ -119,12 +134,18 @@ class AnthropicProvider:
             if schema is not None:
                 # Same tools as every turn before (append-only, cache), but none may be called.
                 body["tool_choice"] = {"type": "none"}
+        if request.compact_at and self.native_compaction:
+            trigger = {"type": "input_tokens", "value": max(MIN_COMPACT_TRIGGER, request.compact_at)}
+            body["context_management"] = {"edits": [{"type": COMPACT_EDIT, "trigger": trigger}]}
         # A native call goes back as the model wrote it only while that native tool is offered.
         offered = {n["name"] for n in natives}
         messages = [m for m in (self._message(m, offered) for m in request.messages) if m["content"]]
         if messages:
             messages[-1]["content"][-1]["cache_control"] = dict(_EPHEMERAL)
         body["messages"] = messages
+        if "context_management" in body or _has_compaction(messages):
+            # a compaction block already in the history goes back (verbatim) under its beta too
+            self._beta = ",".join(b for b in (self._beta, COMPACT_BETA) if b)
         return body
 
     def _message(self, message: Message, offered: set[str]) -> dict[str, Any]:
@@ -157,6 +178,9 @@ class AnthropicProvider:
             if block.is_error:
                 out["is_error"] = True
             return out
+        if isinstance(block, CompactionBlock):
+            # the server's own block, as it sent it; another provider's compaction means nothing here
+            return dict(block.item) if block.provider == "anthropic" else None
         return None  # pragma: no cover - the Block union is closed
 
     def headers(self) -> dict[str, str]:
@@ -214,6 +238,10 @@ class AnthropicProvider:
         await self._http.aclose()
 
 
+def _has_compaction(messages: list[dict[str, Any]]) -> bool:
+    return any(b.get("type") == "compaction" for m in messages for b in m["content"])
+
+
 def _image(media_type: str, data: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
@@ -252,6 +280,8 @@ class _StreamState:
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.usage: dict[str, int] = {}
+        #: tokens of a server-side compaction (`usage.iterations`), not in the top-level counts
+        self.compaction_usage = Usage()
         self.stop_reason: str | None = None
         self.model: str | None = None
         self.done = False
@@ -281,6 +311,10 @@ class _StreamState:
                 sink.reasoning(delta.get("thinking", ""))
             elif dtype == "signature_delta":
                 block["signature"] = block.get("signature", "") + delta.get("signature", "")
+            elif dtype == "compaction_delta":
+                # the summary arrives whole in one delta (the SDK's accumulator sets, not appends)
+                block["content"] = delta.get("content")
+                block["encrypted_content"] = delta.get("encrypted_content")
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             if delta.get("stop_reason"):
@@ -294,6 +328,11 @@ class _StreamState:
         for key, value in (usage or {}).items():
             if isinstance(value, int):
                 self.usage[key] = value
+        iterations = (usage or {}).get("iterations")
+        if isinstance(iterations, list):
+            # the compaction entries are billed but left out of the top-level counts
+            spent = [i for i in iterations if isinstance(i, dict) and i.get("type") == "compaction"]
+            self.compaction_usage = sum((_iteration_usage(i) for i in spent), Usage())
 
     def result(self) -> ModelTurn:
         content: list[Block] = []
@@ -325,11 +364,24 @@ class _StreamState:
                     raw_arguments=bad,
                 )
                 content.append(native_tools.rewrite_anthropic(call))
-        usage = Usage(
-            input_tokens=self.usage.get("input_tokens", 0),
-            output_tokens=self.usage.get("output_tokens", 0),
-            cache_read_input_tokens=self.usage.get("cache_read_input_tokens", 0),
-            cache_creation_input_tokens=self.usage.get("cache_creation_input_tokens", 0),
-        )
+            elif btype == "compaction":
+                item = {k: v for k, v in block.items() if k != "_json"}
+                content.append(
+                    CompactionBlock(provider="anthropic", item=item, text=str(block.get("content") or ""))
+                )
+        usage = _iteration_usage(self.usage) + self.compaction_usage
         stop = _STOP_REASONS.get(self.stop_reason or "", self.stop_reason)
         return ModelTurn(content=tuple(content), stop_reason=stop, usage=usage, model=self.model)
+
+
+def _iteration_usage(usage: dict[str, Any]) -> Usage:
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) else 0
+
+    return Usage(
+        input_tokens=count("input_tokens"),
+        output_tokens=count("output_tokens"),
+        cache_read_input_tokens=count("cache_read_input_tokens"),
+        cache_creation_input_tokens=count("cache_creation_input_tokens"),
+    )

@@ -70,6 +70,9 @@ class ModelFacts(BaseModel):
     #: always get `text.format`/`response_format`, dropped if the server refuses it
     structured_output: bool = False
     tools: tuple[str, ...] = ("function",)
+    #: the API compacts the context server-side on request (Anthropic's `compact_20260112`
+    #: context edit, OpenAI Responses' `context_management`): `[compaction] provider_native`
+    compaction: bool = False
     thinking: Thinking = Thinking()
     price: Price | None = None
     long_context: LongContextPrice | None = None

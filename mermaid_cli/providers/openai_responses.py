@@ -14,6 +14,7 @@ from typing import Any
 from mermaid_cli.core.arguments import parse_tool_arguments
 from mermaid_cli.core.types import (
     Block,
+    CompactionBlock,
     ImageBlock,
     Message,
     ModelTurn,
@@ -59,6 +60,11 @@ class OpenAIResponsesProvider:
     @property
     def native_rejected(self) -> bool:
         return self.fallbacks.native_tools
+
+    @property
+    def native_compaction(self) -> bool:
+        """The API compacts this model's context server-side when a request asks (`compact_at`)."""
+        return self.endpoint.model_facts.compaction
 
     @property
     def url(self) -> str:
@@ -120,6 +126,8 @@ class OpenAIResponsesProvider:
                 item = native_tools.openai_native_item(b)
                 if item is not None and _NATIVE_KINDS.get(str(item.get("type"))) in offered:
                     patch_calls[b.id] = item
+        if request.compact_at and self.native_compaction:
+            body["context_management"] = [{"type": "compaction", "compact_threshold": request.compact_at}]
         items: list[dict[str, Any]] = []
         for message in request.messages:
             items.extend(
@@ -141,6 +149,9 @@ class OpenAIResponsesProvider:
                 and block.provider in (None, "openai")
             ):
                 items.append(_reasoning_input(block.item))
+            elif isinstance(block, CompactionBlock) and block.provider == "openai":
+                # the encrypted item goes back in place; the server reads the context from it on
+                items.append(_compaction_input(block.item))
             elif isinstance(block, ToolCallBlock):
                 native = patch_calls.get(block.id)
                 if native is not None and native.get("type") == "computer_call":
@@ -310,6 +321,12 @@ def _reasoning_input(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _compaction_input(item: dict[str, Any]) -> dict[str, Any]:
+    # the input form of a compaction item takes these fields only (`created_by` is output-only)
+    keep = ("type", "id", "encrypted_content")
+    return {k: item[k] for k in keep if k in item and item[k] is not None}
+
+
 def _apply_patch_input(item: dict[str, Any]) -> dict[str, Any]:
     keep = ("type", "id", "call_id", "operation", "status")
     out = {k: item[k] for k in keep if k in item and item[k] is not None}
@@ -340,6 +357,8 @@ def _block_from_item(item: dict[str, Any]) -> Block | None:
         return native_tools.rewrite_openai_apply_patch(item)
     if itype == "computer_call":
         return native_tools.rewrite_openai_computer(item)
+    if itype == "compaction":
+        return CompactionBlock(provider="openai", item=item)
     return None
 
 

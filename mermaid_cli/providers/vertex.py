@@ -126,6 +126,8 @@ class _Token:
 
 
 class VertexAnthropicProvider(AnthropicProvider):
+    SERVER_COMPACTION = False  # the compaction beta is the Claude API's; not offered here
+
     def __init__(self, endpoint: Endpoint, *, project: str | None, region: str) -> None:
         super().__init__(endpoint)
         self.project = project

@@ -137,6 +137,13 @@ def build_agent(
     from mermaid_cli.agent.state import CompactionPolicy, Limits
 
     comp, run = settings.compaction, settings.run
+    # provider-native compaction where the provider and model offer it; ours otherwise (said once)
+    server_side = comp.provider_native and bool(getattr(provider, "native_compaction", False))
+    if comp.provider_native and not server_side and parent is None:
+        out.note(
+            f"[compaction] provider_native: {model.model_id} has no server-side compaction; "
+            "Mermaid compacts the context itself"
+        )
     return Agent(
         provider=provider,
         registry=registry,
@@ -156,6 +163,7 @@ def build_agent(
             tail_turns=comp.tail_turns,
             max_recoveries=comp.max_truncation_recoveries,
             window=comp.context_window or model.context_window,
+            provider_native=server_side,
         ),
         note=out.note,
         redact=draft.redact,

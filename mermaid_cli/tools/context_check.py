@@ -19,6 +19,9 @@ class ContextStatus:
     tail_turns: int
     fixed_tokens: int  # system prompt and tool schemas (estimated): compaction cannot reclaim them
     compactions: int
+    #: the provider compacts server-side (`[compaction] provider_native`), and how often it did
+    server_compaction: bool = False
+    server_compactions: int = 0
 
 
 class ContextCheckArgs(ToolArgs):
@@ -31,7 +34,13 @@ def _pct(part: int, whole: int) -> str:
 
 def describe(s: ContextStatus) -> str:
     lines = [f"Using {s.used_tokens} of {s.window} tokens ({_pct(s.used_tokens, s.window)})."]
-    if s.auto_compaction and s.threshold_percent > 0:
+    if s.auto_compaction and s.threshold_percent > 0 and s.server_compaction:
+        at = s.window * s.threshold_percent // 100
+        lines.append(
+            f"Headroom: {max(0, at - s.used_tokens)} tokens before the provider compacts the context "
+            f"server-side at {s.threshold_percent}% (provider-native compaction)."
+        )
+    elif s.auto_compaction and s.threshold_percent > 0:
         at = s.window * s.threshold_percent // 100
         lines.append(
             f"Headroom: {max(0, at - s.used_tokens)} tokens before auto-compaction fires at {s.threshold_percent}%."
@@ -47,7 +56,12 @@ def describe(s: ContextStatus) -> str:
     )
     conversation = max(0, s.used_tokens - s.fixed_tokens)
     lines.append(f"Conversation: about {conversation} tokens, which is the part compaction acts on.")
-    if s.compactions:
+    if s.server_compactions:
+        lines.append(
+            f"Compactions so far: {s.compactions}, {s.server_compactions} of them by the provider "
+            "server-side; context_archive reads every message from before them."
+        )
+    elif s.compactions:
         lines.append(f"Compactions so far: {s.compactions}; context_archive reads what they summarized away.")
     else:
         lines.append("Compactions so far: none, so nothing has been summarized away yet.")

@@ -23,6 +23,13 @@ class CompactionSection(Section):
     context_window: int | None = Field(
         default=None, ge=1000, description="The model's context window in tokens (default: known per model)."
     )
+    provider_native: bool = Field(
+        default=False,
+        description=(
+            "Let the provider compact server-side at the same threshold where the model supports it "
+            "(Anthropic compaction, OpenAI Responses context_management); otherwise Mermaid's own."
+        ),
+    )
 
 
 class MemorySection(Section):
