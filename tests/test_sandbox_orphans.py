@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mermaid_cli.security.sandbox import probe
+from mermaid_cli.security.sandbox import OrphanGuard, probe
 
 SUPPORT = probe(env={})
 pytestmark = pytest.mark.skipif(
@@ -99,3 +99,40 @@ def test_kill_9_leaves_nothing(
             os.kill(pid, signal.SIGKILL)
         if parent.poll() is None:
             parent.kill()
+
+
+@pytest.mark.parametrize("with_cgroup", [True, False])
+def test_the_guard_holds_no_secret_and_cleans_up_on_sigterm(
+    with_cgroup: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard is dumpable (its /proc/PID/environ is readable by any same-uid process), so it
+    gets no environment; SIGTERM (a container stopping) still makes it kill and clean up."""
+    if with_cgroup and SUPPORT.cgroup is None:
+        pytest.skip("no writable cgroup v2 here")
+    secret = f"sk-guard-{uuid.uuid4().hex}"
+    monkeypatch.setenv("MERMAID_TEST_PROVIDER_KEY", secret)
+    guard = OrphanGuard.start(SUPPORT.cgroup if with_cgroup else None)
+    try:
+        assert guard.mode == ("cgroup" if with_cgroup else "session")
+        assert wait_for(lambda: Path(f"/proc/{guard.pid}/environ").exists(), 5)
+        time.sleep(0.1)  # past exec: environ is the guard's own, not the forked parent's
+        assert secret.encode() not in Path(f"/proc/{guard.pid}/environ").read_bytes()
+        if with_cgroup:
+            assert guard.cgroup is not None
+            procs_fd = guard.cgroup_procs_fd
+            child = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: os.write(procs_fd, b"0"))
+            os.kill(guard.pid, signal.SIGTERM)
+            assert child.wait(10) == -signal.SIGKILL  # killed by the guard, through the cgroup
+            assert wait_for(lambda: not os.path.exists(str(guard.cgroup)), 10)
+        else:
+            os.kill(guard.pid, signal.SIGTERM)
+        assert wait_for(lambda: not Path(f"/proc/{guard.pid}/stat").exists() or _zombie(guard.pid), 10)
+    finally:
+        guard.close(timeout=5)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mermaid_cli.security.childenv import scrubbed_env
+
 GIT_TIMEOUT = 120
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "mermaid",
@@ -47,7 +49,8 @@ SAFE_GIT = (
 def git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> bytes:
     """Run git for Mermaid's own bookkeeping (worktrees, seeds, patches): with `SAFE_GIT`, a fixed
     identity, and no `GIT_*` variable of the caller's (a `GIT_DIR` would point it elsewhere)."""
-    clean = {k: v for k, v in env.items() if not k.startswith("GIT_")}
+    # no secrets either: git's /proc/PID/environ is readable by the model's commands
+    clean = {k: v for k, v in scrubbed_env(env).items() if not k.startswith("GIT_")}
     try:
         done = subprocess.run(
             ["git", *SAFE_GIT, *args],

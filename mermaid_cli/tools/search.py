@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pydantic import ConfigDict, Field
 
 from mermaid_cli.core.types import ToolResult
+from mermaid_cli.security.childenv import scrubbed_env
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.call_options import uncapped
 from mermaid_cli.tools.gitignore import skipped_dirs, translate, walk_files
@@ -236,6 +237,7 @@ async def rg_grep(
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=scrubbed_env(os.environ),  # its /proc/PID/environ is readable by the model's commands
     )
     assert proc.stdout is not None and proc.stderr is not None
     hits: list[Hit] = []
