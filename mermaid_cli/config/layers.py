@@ -5,7 +5,6 @@ while recording which layer set each leaf (`merge`). `load_settings` in `loader`
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,8 @@ def read_toml(path: Path) -> dict[str, Any] | None:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    import tomllib  # here: its regexes compile at import, and most runs read no TOML
+
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -52,6 +53,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     parts = [p.strip().strip('"') for p in key.split(".")]
     if any(not p for p in parts):
         raise ConfigError(f"bad key {key!r}", source="-c")
+    import tomllib  # here: its regexes compile at import, and most runs read no TOML
+
     try:
         parsed = tomllib.loads(f"v = {value.strip()}")["v"]
     except tomllib.TOMLDecodeError:

@@ -6,7 +6,6 @@ never an SDK). This module holds the preset loader.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,8 @@ def load_preset(name_or_path: str) -> dict[str, Any]:
     """The preset as a config layer (a dict with a `safety` table). Raises ConfigError (exit 2)
     for an unknown name, a missing file or invalid TOML."""
     path = find_preset(name_or_path)
+    import tomllib  # here: its regexes compile at import, and most runs read no TOML
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
