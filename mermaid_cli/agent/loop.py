@@ -8,10 +8,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mermaid_cli.agent import compaction as cmp
-from mermaid_cli.agent.context_status import measure as measure_context
 from mermaid_cli.agent.state import AllowAllGate, CompactionPolicy, Gate, Limits, RunStats, repair_history
 from mermaid_cli.agent.tool_calls import ToolCalls
 from mermaid_cli.core import events as ev
@@ -29,6 +28,9 @@ from mermaid_cli.core.types import (
 )
 from mermaid_cli.providers.base import NullSink, Provider
 from mermaid_cli.tools.base import ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from mermaid_cli.tools.context_check import ContextStatus
 
 # A reply that hit the per-response output cap is continued, up to this many times.
 MAX_CONTINUATIONS = 4
@@ -103,7 +105,7 @@ class Agent:
         self._message_seq = 0
         self.compactions = 0  # this run's, for context_check
         self.server_compactions = 0  # of them, done by the provider server-side
-        ctx.context_status = lambda: measure_context(self)
+        ctx.context_status = self._context_status
 
     # -- conversation -------------------------------------------------------------------------
     def _commit(self, message: Message) -> None:
@@ -115,6 +117,12 @@ class Agent:
         return tuple(self.messages)
 
     # -- the loop -----------------------------------------------------------------------------
+    def _context_status(self) -> ContextStatus:
+        """What `context_check` reports (imported here: only that tool asks)."""
+        from mermaid_cli.agent.context_status import measure
+
+        return measure(self)
+
     async def run(self, prompt: str | None) -> RunStats:
         if prompt is not None:
             self._commit(Message.user_text(prompt))
