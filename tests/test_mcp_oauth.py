@@ -15,7 +15,8 @@ import pytest
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.integrations.mcp.manager import McpManager
-from mermaid_cli.integrations.mcp.oauth import KEYRING_SERVICE, load_entry, login, save_entry
+from mermaid_cli.integrations.mcp.oauth import KEYRING_SERVICE, load_entry, save_entry
+from mermaid_cli.integrations.mcp.oauth_flow import login
 from mermaid_cli.tools.base import ToolContext
 from tests.mcp_helpers import free_port, start_http, stop
 from tests.mcp_keyring import FileKeyring

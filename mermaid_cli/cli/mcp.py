@@ -299,14 +299,22 @@ def list_cmd(as_json: bool, timeout: float | None) -> None:
 
 @mcp_group.command("login")
 @click.argument("name")
-def login_cmd(name: str) -> None:
+@click.option(
+    "--paste",
+    is_flag=True,
+    help="For remote shells: print the sign-in URL and read the address the browser ends on "
+    "(or its code) from stdin; no local listener.",
+)
+def login_cmd(name: str, paste: bool) -> None:
     """Sign in to a remote server in the browser; tokens go to the OS keyring."""
+    import sys
+
     from mermaid_cli.core.errors import UsageError
-    from mermaid_cli.integrations.mcp.oauth import login
+    from mermaid_cli.integrations.mcp.oauth_flow import login
 
     _path, cfg = _server(name)
     try:
-        ok = asyncio.run(login(name, cfg))
+        ok = asyncio.run(login(name, cfg, paste=sys.stdin.readline if paste else None))
     except UsageError as exc:
         raise click.UsageError(exc.message) from exc
     except Exception as exc:  # noqa: BLE001 - a failed sign-in is reported, not a traceback
