@@ -307,12 +307,16 @@ def list_cmd(as_json: bool, timeout: float | None) -> None:
 )
 def login_cmd(name: str, paste: bool) -> None:
     """Sign in to a remote server in the browser; tokens go to the OS keyring."""
+    import logging
     import sys
 
     from mermaid_cli.core.errors import UsageError
     from mermaid_cli.integrations.mcp.oauth_flow import login
 
     _path, cfg = _server(name)
+    if os.environ.get("MERMAID_DEBUG") != "1":
+        # the SDK logs every failed flow with a traceback; the one-line error below says why
+        logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
     try:
         ok = asyncio.run(login(name, cfg, paste=sys.stdin.readline if paste else None))
     except UsageError as exc:

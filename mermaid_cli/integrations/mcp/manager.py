@@ -179,6 +179,12 @@ class McpManager:
             return ToolResult.error(f"MCP tool {server}/{raw_name} timed out after {self._tool_timeout:g} s")
         except Exception as exc:  # noqa: BLE001 - a failed call is data for the model
             self._note_connection_lost(srv, exc)
+            # a 403 insufficient_scope reaches us as the transport's generic error; the sign-in
+            # provider knows the scopes asked for and the command to run
+            refusal = getattr(srv.auth, "step_up_refusal", None)
+            if refusal:
+                srv.auth.step_up_refusal = None
+                return ToolResult.error(f"MCP tool {server}/{raw_name} failed: {refusal}")
             return ToolResult.error(f"MCP tool {server}/{raw_name} failed: {leaf_message(exc)}")
         return call_result_to_tool_result(result, f"{server}/{raw_name}")
 

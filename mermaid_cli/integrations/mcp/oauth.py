@@ -135,6 +135,9 @@ def _provider_class() -> Any:
         extra_scope: str | None = None
         #: the SDK's own step-up is under way: its scope union is kept as is
         stepping_up = False
+        #: headless: why the last call was refused with 403 insufficient_scope (taken by the
+        #: manager, which reports it instead of the transport's generic error)
+        step_up_refusal: str | None = None
 
         async def _initialize(self) -> None:
             await super()._initialize()
@@ -184,12 +187,13 @@ def _provider_class() -> Any:
                     )
                     if insufficient and self.headless_name:
                         # RFC 6750 §3.1: the token lacks scope. A run cannot sign in again, so the
-                        # call fails naming the scopes, which the next `mermaid mcp login` requests
+                        # 403 stands (raising here would close the whole connection) and the call
+                        # fails naming the scopes, which the next `mermaid mcp login` requests
                         wanted = record_step_up(
                             self.headless_name, self.context.server_url, extract_scope_from_www_auth(response)
                         )
-                        self.login_hint = step_up_hint(self.headless_name, wanted)
-                        raise McpLoginRequired(self.login_hint)
+                        self.login_hint = self.step_up_refusal = step_up_hint(self.headless_name, wanted)
+                        return
                     if insufficient:
                         self.stepping_up = True
                     outgoing = await flow.asend(response)

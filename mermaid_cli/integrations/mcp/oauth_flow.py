@@ -183,6 +183,13 @@ async def login(
 
     async def on_callback() -> Any:
         try:
+            return await receive()
+        except UsageError as exc:
+            refusal.append(exc)  # the transport wraps what the auth flow raises: kept to re-raise
+            raise
+
+    async def receive() -> Any:
+        try:
             if paste is not None:
                 line = await asyncio.wait_for(_read_pasted(paste), timeout_secs)
                 if not line:
@@ -192,11 +199,7 @@ async def login(
                 params = await asyncio.wait_for(asyncio.shield(result), timeout_secs)
         except TimeoutError:
             raise RuntimeError(f"no sign-in within {timeout_secs:g} s") from None
-        try:
-            check_response(params, sent_state[0], provider.context.oauth_metadata)
-        except UsageError as exc:
-            refusal.append(exc)  # the transport wraps what the auth flow raises: kept to re-raise
-            raise
+        check_response(params, sent_state[0], provider.context.oauth_metadata)
         # a bare pasted code carries no state: it is this sign-in's by construction
         return AuthorizationCodeResult(
             code=params["code"], state=params.get("state", sent_state[0]), iss=params.get("iss")
