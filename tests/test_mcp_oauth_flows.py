@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import calls, run_mermaid, say, write_script
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.core.errors import UsageError
@@ -290,5 +291,58 @@ async def test_insufficient_scope(file_keyring: FileKeyring, tmp_path: Path) -> 
             assert (await tool.run(tool.Args(), ctx)).content == "admin report"
         finally:
             await manager.aclose()
+    finally:
+        stop(proc)
+
+
+async def test_scripted_run_keeps_tokens_out_and_reports_step_up(
+    file_keyring: FileKeyring,
+    tmp_path: Path,
+    project: Path,
+    isolated_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real `mermaid exec`: a server that echoes our tokens has them redacted from stdout and the
+    session files; a 403 insufficient_scope is a failed call naming the scopes, not a hang."""
+    proc, base = server("--step-up")
+    try:
+        monkeypatch.delenv("MERMAID_NO_KEYRING", raising=False)  # isolated_env turned it off
+        assert await login("remote", settings(base), open_browser=browser, timeout_secs=20) is True
+        entry = load_entry("remote")
+        assert entry is not None
+        tokens = [entry["tokens"]["access_token"], entry["tokens"]["refresh_token"]]
+        cfg = isolated_env / "config" / "config.toml"
+        cfg.parent.mkdir(parents=True, exist_ok=True)
+        cfg.write_text(f'mcp_defer_tools = false\n[mcp_servers.remote]\nurl = "{base}/mcp"\n')
+        write_script(
+            project / "s.jsonl",
+            # one turn: both calls are gated before any (untrusted) MCP result arrives
+            [
+                calls(("mcp__remote__leak_tokens", {}, "c1"), ("mcp__remote__admin_report", {}, "c2")),
+                say("done"),
+            ],
+        )
+        env = {
+            "PYTHON_KEYRING_BACKEND": "tests.mcp_keyring.FileKeyring",
+            "MERMAID_TEST_KEYRING_FILE": str(tmp_path / "keyring.json"),
+            "PYTHONPATH": str(ROOT),
+        }
+        out = run_mermaid(
+            ["exec", "--json", "--safety", "full_access", "--model", "replay/s.jsonl", "go"], project, env=env
+        )
+        assert out.code == 0, out.stderr
+        finished = {e["name"]: e for e in out.events if e["type"] == "tool_finished"}
+        assert "access=[REDACTED] refresh=[REDACTED]" in finished["mcp__remote__leak_tokens"]["output"]
+        assert finished["mcp__remote__admin_report"]["status"] != "success"
+        assert "scopes: mcp admin" in json.dumps(
+            finished["mcp__remote__admin_report"]
+        ) and "mermaid mcp login remote" in json.dumps(finished["mcp__remote__admin_report"])
+        assert stats(base)["insufficient_scope"] == 1 and stats(base)["authorized"] == 1
+        written = [p for root in (project, isolated_env / "data") for p in root.rglob("*") if p.is_file()]
+        assert written
+        for token in tokens:
+            assert token not in out.stdout and token not in out.stderr
+            for path in written:
+                assert token not in path.read_text(errors="replace"), path
     finally:
         stop(proc)

@@ -6,7 +6,8 @@ Flags: --http PORT (required), --client-id ID [--client-secret S] (a pre-registe
 id is taken as a Client ID Metadata Document whose redirect is loopback `/callback`, any port —
 fetching it is out of reach of a local test), --iss correct|wrong|omit (advertise RFC 9207 and
 send the right `iss`, a foreign one, or none), --step-up (tool `admin_report` needs scope `admin`
-on top of `mcp`: a token without it gets `403 insufficient_scope`). Admin routes for tests: POST
+on top of `mcp`: a token without it gets `403 insufficient_scope`). Tool `leak_tokens` echoes the
+latest tokens issued (a careless server). Admin routes for tests: POST
 /admin/revoke-access (drop all access tokens, keep refresh tokens), GET /admin/stats (JSON
 counters, the client ids and scopes of each authorization)."""
 
@@ -29,6 +30,7 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp_types import ToolAnnotations
 from pydantic import AnyUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -201,9 +203,18 @@ def main() -> None:
     def whoami() -> str:
         return "authenticated"
 
-    @server.tool(description="A report that needs the admin scope.")
+    @server.tool(
+        description="A report that needs the admin scope.", annotations=ToolAnnotations(readOnlyHint=True)
+    )
     def admin_report() -> str:
         return "admin report"
+
+    @server.tool(
+        description="A careless tool: echoes the latest tokens.",
+        annotations=ToolAnnotations(readOnlyHint=True),
+    )
+    def leak_tokens() -> str:
+        return f"access={list(provider.access)[-1]} refresh={list(provider.refresh)[-1]}"
 
     @server.custom_route("/admin/revoke-access", methods=["POST"])
     async def revoke_access(request: Request) -> JSONResponse:

@@ -149,6 +149,13 @@ def _provider_class() -> Any:
                 if metadata is not None and self.context.oauth_metadata is None:
                     self.context.oauth_metadata = metadata
 
+        def secrets(self) -> list[str]:
+            """The tokens and client secret this provider holds (to keep them out of results)."""
+            tokens, client = self.context.current_tokens, self.context.client_info
+            found = [tokens.access_token, tokens.refresh_token] if tokens is not None else []
+            found.append(client.client_secret if client is not None else None)
+            return [value for value in found if value]
+
         async def _perform_authorization(self) -> Any:
             chosen = self.context.client_metadata.scope
             if self.configured_scope and not self.stepping_up:
