@@ -346,3 +346,25 @@ async def test_scripted_run_keeps_tokens_out_and_reports_step_up(
                 assert token not in path.read_text(errors="replace"), path
     finally:
         stop(proc)
+
+
+def test_add_writes_the_metadata_document_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomllib
+
+    from click.testing import CliRunner
+
+    from mermaid_cli.cli.mcp import mcp_group
+
+    monkeypatch.setenv("MERMAID_CONFIG_DIR", str(tmp_path / "cfg"))
+    url = "https://ci.example.com/mermaid/client.json"
+    ok = CliRunner().invoke(
+        mcp_group, ["add", "r", "--url", "https://mcp.example.com/mcp", "--client-metadata-url", url]
+    )
+    assert ok.exit_code == 0, ok.output
+    data = tomllib.loads((tmp_path / "cfg" / "config.toml").read_text())
+    assert data["mcp_servers"]["r"]["oauth"] == {"client_metadata_url": url}
+    bad = CliRunner().invoke(
+        mcp_group,
+        ["add", "b", "--url", "https://mcp.example.com/mcp", "--client-metadata-url", "http://x.example/c"],
+    )
+    assert bad.exit_code == 2 and "client_metadata_url" in bad.output

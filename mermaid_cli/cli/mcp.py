@@ -96,6 +96,11 @@ def mcp_group() -> None:
 @click.option("--client-secret-env", help="Env var holding the OAuth client secret.")
 @click.option("--callback-port", type=int, help="Local port for the sign-in redirect.")
 @click.option("--scope", "scopes", multiple=True, help="OAuth scope to request (repeatable).")
+@click.option(
+    "--client-metadata-url",
+    metavar="URL",
+    help="Client ID Metadata Document URL to use as the OAuth client id ('' turns it off).",
+)
 @click.option("--force", is_flag=True, help="Replace a server of the same name.")
 def add_cmd(
     name: str,
@@ -110,6 +115,7 @@ def add_cmd(
     client_secret_env: str | None,
     callback_port: int | None,
     scopes: tuple[str, ...],
+    client_metadata_url: str | None,
     force: bool,
 ) -> None:
     """Add a server: `mermaid mcp add NAME -- CMD ARGS…`, `--command CMD --arg A`, `--url URL`,
@@ -134,6 +140,7 @@ def add_cmd(
             "client_secret_env": client_secret_env,
             "callback_port": callback_port,
             "scopes": list(scopes) or None,
+            "client_metadata_url": client_metadata_url,
         }.items()
         if v is not None
     }
