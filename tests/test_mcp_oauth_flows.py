@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 from conftest import calls, run_mermaid, say, write_script
@@ -54,6 +55,12 @@ class Paster:
         assert self.url is not None, "the sign-in URL was not shown before the paste"
         target = redirect_target(self.url)
         return (self.edit(target) if callable(self.edit) else target) + "\n"
+
+
+def drop_state(url: str) -> str:
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "state"]
+    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 async def test_client_id_metadata_document(file_keyring: FileKeyring, tmp_path: Path) -> None:
@@ -154,6 +161,12 @@ async def test_paste_sign_in(file_keyring: FileKeyring) -> None:
         assert stats(base)["code_exchanges"] == 1
         entry = load_entry("p2")
         assert entry is None or not entry.get("tokens")
+
+        # an address without any state: refused too (only a bare code may lack it)
+        person = Paster(drop_state)
+        with pytest.raises(UsageError, match="`state` does not match"):
+            await login("p2b", settings(base), open_browser=person.show, paste=person.paste, timeout_secs=20)
+        assert stats(base)["code_exchanges"] == 1
 
         # a bare code where the server promises `iss`: refused (the mix-up check needs the address)
         person = Paster(lambda url: url.split("code=")[1].split("&")[0])

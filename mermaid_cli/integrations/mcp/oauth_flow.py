@@ -51,8 +51,8 @@ def _print_paste_prompt(url: str) -> None:
     )
 
 
-def parse_pasted(text: str) -> dict[str, str]:
-    """The authorization response in a pasted redirect address, or a bare code."""
+def parse_pasted(text: str) -> tuple[dict[str, str], bool]:
+    """The authorization response in a pasted redirect address, and whether it was a bare code."""
     text = text.strip()
     if not text:
         raise UsageError("nothing was pasted: paste the address the browser ended on")
@@ -61,17 +61,20 @@ def parse_pasted(text: str) -> dict[str, str]:
         params = {k: v[0] for k, v in parse_qs(query).items()}
         if "code" not in params and "error" not in params:
             raise UsageError("the pasted address carries no `code` (nor `error`): paste the whole address")
-        return params
-    return {"code": text}
+        return params, False
+    return {"code": text}, True
 
 
-def check_response(params: dict[str, str], expected_state: str | None, metadata: Any) -> None:
+def check_response(
+    params: dict[str, str], expected_state: str | None, metadata: Any, *, bare: bool = False
+) -> None:
     """Refuse an authorization response that is not this sign-in's (state) or not from the server
-    we sent the person to (RFC 9207 `iss`), before any code is redeemed."""
+    we sent the person to (RFC 9207 `iss`), before any code is redeemed. A `bare` pasted code has
+    no state to compare: the person copied it from this sign-in's page."""
     if "error" in params:
         raise RuntimeError(f"sign-in refused: {params.get('error_description') or params['error']}")
     state = params.get("state")
-    if state is not None and state != expected_state:
+    if not bare and state != expected_state:
         raise UsageError(
             "the sign-in response's `state` does not match this sign-in (a stale or foreign "
             "address?); nothing was stored — run the login again and use the address it prints"
@@ -189,21 +192,20 @@ async def login(
             raise
 
     async def receive() -> Any:
+        bare = False
         try:
             if paste is not None:
                 line = await asyncio.wait_for(_read_pasted(paste), timeout_secs)
                 if not line:
                     raise UsageError("no address was pasted (end of input); nothing was stored")
-                params = parse_pasted(line)
+                params, bare = parse_pasted(line)
             else:
                 params = await asyncio.wait_for(asyncio.shield(result), timeout_secs)
         except TimeoutError:
             raise RuntimeError(f"no sign-in within {timeout_secs:g} s") from None
-        check_response(params, sent_state[0], provider.context.oauth_metadata)
-        # a bare pasted code carries no state: it is this sign-in's by construction
-        return AuthorizationCodeResult(
-            code=params["code"], state=params.get("state", sent_state[0]), iss=params.get("iss")
-        )
+        check_response(params, sent_state[0], provider.context.oauth_metadata, bare=bare)
+        state = sent_state[0] if bare else params.get("state")
+        return AuthorizationCodeResult(code=params["code"], state=state, iss=params.get("iss"))
 
     provider = make_provider(name, cfg, redirect_uri, on_redirect, on_callback)
     provider.extra_scope = step_up
