@@ -41,11 +41,12 @@ def _default_open_browser(url: str) -> None:
 
 
 def _print_paste_prompt(url: str) -> None:
+    redirect = parse_qs(urlparse(url).query).get("redirect_uri", ["the redirect URI"])[0]
     print(
         "Open this URL in a browser on any machine and sign in:\n"
         f"  {url}\n"
-        "The browser then ends on an address starting with the redirect URI (the page may not "
-        "load). Paste that whole address here and press Enter:",
+        f"The browser then ends on an address starting with {redirect} (the page will not load "
+        "there). Paste that whole address here and press Enter:",
         file=sys.stderr,
         flush=True,
     )
