@@ -6,29 +6,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
-import keyring
 import pytest
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.core.errors import UsageError
-from mermaid_cli.integrations.mcp.manager import McpManager
-from mermaid_cli.integrations.mcp.oauth import KEYRING_SERVICE, load_entry, login, save_entry
+from mermaid_cli.integrations.mcp.oauth import KEYRING_SERVICE, load_entry, save_entry
+from mermaid_cli.integrations.mcp.oauth_flow import login
 from mermaid_cli.tools.base import ToolContext
+from tests import mcp_oauth_helpers
 from tests.mcp_helpers import free_port, start_http, stop
 from tests.mcp_keyring import FileKeyring
+from tests.mcp_oauth_helpers import browser, start_one, stats
 
-
-@pytest.fixture
-def file_keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FileKeyring]:
-    monkeypatch.delenv("MERMAID_NO_KEYRING", raising=False)  # conftest turns the keyring off
-    previous = keyring.get_keyring()
-    backend = FileKeyring(tmp_path / "keyring.json")
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
+file_keyring = mcp_oauth_helpers.file_keyring  # the shared fixture, used by name
 
 
 @pytest.fixture(scope="module")
@@ -36,22 +28,6 @@ def auth_server() -> Iterator[str]:
     proc, port = start_http("oauth_server.py")
     yield f"http://127.0.0.1:{port}"
     stop(proc)
-
-
-def browser(url: str) -> None:
-    """Stands in for the user's browser: follows the authorization redirect to our callback."""
-    response = httpx.get(url, follow_redirects=True, timeout=20)
-    assert response.status_code == 200, response.text
-
-
-def stats(base: str) -> dict[str, Any]:
-    return httpx.get(f"{base}/admin/stats").json()
-
-
-async def start_one(name: str, cfg: McpServerSettings):
-    manager = McpManager({name: cfg}, defer_tools=False)
-    status = (await manager.start())[0]
-    return manager, status
 
 
 async def test_sign_in_run_refresh_and_failure(

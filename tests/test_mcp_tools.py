@@ -158,7 +158,8 @@ def test_modules_do_not_import_the_sdk() -> None:
 
     code = (
         "import sys, mermaid_cli.integrations.mcp, mermaid_cli.integrations.mcp.manager, mermaid_cli.integrations.mcp.tools, mermaid_cli.integrations.mcp.prompts, "
-        "mermaid_cli.cli.mcp, mermaid_cli.integrations.mcp.oauth, mermaid_cli.config.sections.mcp\n"
+        "mermaid_cli.cli.mcp, mermaid_cli.integrations.mcp.oauth, mermaid_cli.config.sections.mcp, "
+        "mermaid_cli.integrations.mcp.oauth_flow, mermaid_cli.integrations.mcp.oauth_store\n"
         "bad = [m for m in ('mcp', 'mcp_types', 'httpx', 'httpx2', 'keyring', 'anyio') if m in sys.modules]\n"
         "print(bad)"
     )

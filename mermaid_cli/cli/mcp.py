@@ -96,6 +96,11 @@ def mcp_group() -> None:
 @click.option("--client-secret-env", help="Env var holding the OAuth client secret.")
 @click.option("--callback-port", type=int, help="Local port for the sign-in redirect.")
 @click.option("--scope", "scopes", multiple=True, help="OAuth scope to request (repeatable).")
+@click.option(
+    "--client-metadata-url",
+    metavar="URL",
+    help="Client ID Metadata Document URL to use as the OAuth client id ('' turns it off).",
+)
 @click.option("--force", is_flag=True, help="Replace a server of the same name.")
 def add_cmd(
     name: str,
@@ -110,6 +115,7 @@ def add_cmd(
     client_secret_env: str | None,
     callback_port: int | None,
     scopes: tuple[str, ...],
+    client_metadata_url: str | None,
     force: bool,
 ) -> None:
     """Add a server: `mermaid mcp add NAME -- CMD ARGS…`, `--command CMD --arg A`, `--url URL`,
@@ -134,6 +140,7 @@ def add_cmd(
             "client_secret_env": client_secret_env,
             "callback_port": callback_port,
             "scopes": list(scopes) or None,
+            "client_metadata_url": client_metadata_url,
         }.items()
         if v is not None
     }
@@ -299,14 +306,26 @@ def list_cmd(as_json: bool, timeout: float | None) -> None:
 
 @mcp_group.command("login")
 @click.argument("name")
-def login_cmd(name: str) -> None:
+@click.option(
+    "--paste",
+    is_flag=True,
+    help="For remote shells: print the sign-in URL and read the address the browser ends on "
+    "(or its code) from stdin; no local listener.",
+)
+def login_cmd(name: str, paste: bool) -> None:
     """Sign in to a remote server in the browser; tokens go to the OS keyring."""
+    import logging
+    import sys
+
     from mermaid_cli.core.errors import UsageError
-    from mermaid_cli.integrations.mcp.oauth import login
+    from mermaid_cli.integrations.mcp.oauth_flow import login
 
     _path, cfg = _server(name)
+    if os.environ.get("MERMAID_DEBUG") != "1":
+        # the SDK logs every failed flow with a traceback; the one-line error below says why
+        logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
     try:
-        ok = asyncio.run(login(name, cfg))
+        ok = asyncio.run(login(name, cfg, paste=sys.stdin.readline if paste else None))
     except UsageError as exc:
         raise click.UsageError(exc.message) from exc
     except Exception as exc:  # noqa: BLE001 - a failed sign-in is reported, not a traceback

@@ -29,6 +29,23 @@ class McpOAuthSettings(Section):
     scopes: list[str] = Field(
         default_factory=list, description="Scopes to request (default: what the server asks)."
     )
+    client_metadata_url: str | None = Field(
+        default=None,
+        description=(
+            "Client ID Metadata Document URL used as the client id where the server supports it "
+            '(default: Mermaid\'s; "" turns it off).'
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_metadata_url(self) -> McpOAuthSettings:
+        url = self.client_metadata_url
+        if url:
+            parsed = urlparse(url)
+            # draft-ietf-oauth-client-id-metadata-document §3: https, with a path
+            if parsed.scheme != "https" or not parsed.hostname or parsed.path in ("", "/"):
+                raise ValueError(f"client_metadata_url must be an https URL with a path: {url!r}")
+        return self
 
 
 class McpServerSettings(Section):

@@ -179,8 +179,14 @@ class McpManager:
             return ToolResult.error(f"MCP tool {server}/{raw_name} timed out after {self._tool_timeout:g} s")
         except Exception as exc:  # noqa: BLE001 - a failed call is data for the model
             self._note_connection_lost(srv, exc)
+            # a 403 insufficient_scope reaches us as the transport's generic error; the sign-in
+            # provider knows the scopes asked for and the command to run
+            refusal = getattr(srv.auth, "step_up_refusal", None)
+            if refusal:
+                srv.auth.step_up_refusal = None
+                return ToolResult.error(f"MCP tool {server}/{raw_name} failed: {refusal}")
             return ToolResult.error(f"MCP tool {server}/{raw_name} failed: {leaf_message(exc)}")
-        return call_result_to_tool_result(result, f"{server}/{raw_name}")
+        return _scrub(srv, call_result_to_tool_result(result, f"{server}/{raw_name}"))
 
     def _note_connection_lost(self, srv: ServerHandle, exc: BaseException) -> None:
         """A server whose connection closed (a crashed stdio child) leaves the tool list."""
@@ -198,7 +204,7 @@ class McpManager:
         srv = self._ready(server)
         if srv is None or not srv.resources:
             return resources.not_available(server, self._resource_servers())
-        return await resources.read_resource(srv, uri, self._tool_timeout)
+        return _scrub(srv, await resources.read_resource(srv, uri, self._tool_timeout))
 
     # -- prompts and status ----------------------------------------------------------------
 
@@ -221,3 +227,15 @@ class McpManager:
     def errors(self) -> list[tuple[str, str]]:
         """(server, message) per failed server: one `error` event each."""
         return [(s.name, s.error or "failed") for s in self._servers.values() if s.state == "error"]
+
+
+def _scrub(srv: ServerHandle, result: ToolResult) -> ToolResult:
+    """A server that echoes our OAuth tokens back (by bug or on purpose) must not put them in the
+    transcript: they are not in the environment, so the run's redactor does not know them."""
+    secrets = srv.auth.secrets() if srv.auth is not None and hasattr(srv.auth, "secrets") else []
+    if not any(s in result.content or s in result.summary for s in secrets):
+        return result
+    from mermaid_cli.security.redact import Redactor
+
+    redact = Redactor(secrets, shapes=False).redact
+    return result.model_copy(update={"content": redact(result.content), "summary": redact(result.summary)})

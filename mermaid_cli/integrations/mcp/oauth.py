@@ -1,178 +1,85 @@
-"""Remote MCP sign-in: the SDK's OAuth client (discovery from the 401 challenge or
-`/.well-known/oauth-protected-resource`, PKCE S256, configured client id else dynamic
-registration) with tokens kept in the OS keyring.
+"""Remote MCP sign-in, the client side shared by runs and `mermaid mcp login`: the SDK's OAuth
+provider (discovery from the 401 challenge or `/.well-known/oauth-protected-resource`, PKCE S256,
+`iss` check) with Mermaid's client choice and its headless rules.
 
-Keyring entry: service `mermaid`, account `mcp-oauth:NAME`, a JSON object holding the server URL
-the tokens were issued for (tokens for another URL are ignored), the tokens, their expiry time and
-the registered client. Runs refresh expired tokens (and once on a 401) but never open a browser:
-when a new sign-in is needed the server fails to start with a message naming `mermaid mcp login`.
-`keyring`, `httpx2` and `mcp` are imported only inside functions."""
+The client, in the MCP spec's order: a configured `oauth.client_id`, then Mermaid's Client ID
+Metadata Document URL as the client id when the authorization server advertises
+`client_id_metadata_document_supported`, then dynamic client registration. Runs refresh expired
+tokens (and once on a 401) but never open a browser: when a new sign-in is needed the server fails
+to start with a message naming `mermaid mcp login`, and a `403 insufficient_scope` fails the call
+with the scopes asked for, remembered for the next sign-in. The interactive flow is in
+`oauth_flow`, the keyring entry in `oauth_store`. `httpx2` and `mcp` are imported only inside
+functions."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import socket
-import sys
-import time
-from collections.abc import Callable
+import os
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
-from mermaid_cli.core.errors import UsageError
+from mermaid_cli.integrations.mcp.oauth_store import (
+    KEYRING_SERVICE,
+    KeyringTokenStorage,
+    account,
+    delete_entry,
+    load_entry,
+    pending_scope,
+    record_step_up,
+    save_entry,
+    signed_in,
+    union_scopes,
+)
 
-KEYRING_SERVICE = "mermaid"
+__all__ = [
+    "DEFAULT_CLIENT_METADATA_URL",
+    "KEYRING_SERVICE",
+    "RUNTIME_REDIRECT",
+    "KeyringTokenStorage",
+    "McpLoginRequired",
+    "account",
+    "client_metadata_url",
+    "delete_entry",
+    "load_entry",
+    "login_hint",
+    "make_provider",
+    "pending_scope",
+    "runtime_auth",
+    "save_entry",
+    "signed_in",
+]
+
 RUNTIME_REDIRECT = "http://127.0.0.1/callback"
+#: Mermaid's Client ID Metadata Document (draft-ietf-oauth-client-id-metadata-document): the URL is
+#: the client id; the document lists the loopback redirect `http://127.0.0.1/callback` (any port,
+#: RFC 8252 §7.3). `oauth.client_metadata_url` replaces it per server; "" turns CIMD off.
+DEFAULT_CLIENT_METADATA_URL = "https://noahsabaj.github.io/mermaid-cli/oauth/client-metadata.json"
 
 
 class McpLoginRequired(Exception):
-    """A server needs an interactive sign-in that a run cannot do."""
-
-
-def account(name: str) -> str:
-    return f"mcp-oauth:{name}"
+    """A server needs an interactive sign-in (or a wider one) that a run cannot do."""
 
 
 def login_hint(name: str) -> str:
     return f"MCP server {name!r} needs sign-in: run `mermaid mcp login {name}`"
 
 
-# -- keyring entry --------------------------------------------------------------------------
+def step_up_hint(name: str, scope: str | None) -> str:
+    wanted = f" (scopes: {scope})" if scope else ""
+    return (
+        f"MCP server {name!r} needs more access for this call{wanted}: run `mermaid mcp login {name}` "
+        "to sign in again with them"
+    )
 
 
-def _enabled() -> bool:
-    import os
-
-    from mermaid_cli.security.keys import keyring_enabled
-
-    return keyring_enabled(os.environ)
-
-
-def load_entry(name: str) -> dict[str, Any] | None:
-    if not _enabled():
-        return None
-    try:
-        import keyring
-
-        raw = keyring.get_password(KEYRING_SERVICE, account(name))
-    except Exception:  # noqa: BLE001 - no keyring backend is "not signed in"
-        return None
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def save_entry(name: str, entry: dict[str, Any]) -> None:
-    if not _enabled():
-        raise RuntimeError("the keyring is disabled (MERMAID_NO_KEYRING=1); cannot store the sign-in")
-    import keyring
-
-    try:
-        keyring.set_password(KEYRING_SERVICE, account(name), json.dumps(entry))
-    except Exception as exc:  # noqa: BLE001 - say why without echoing the tokens
-        raise RuntimeError(f"cannot store the sign-in in the OS keyring: {type(exc).__name__}") from None
-
-
-def delete_entry(name: str) -> bool:
-    """Forget the stored sign-in; True when there was one."""
-    if load_entry(name) is None:
-        return False
-    try:
-        import keyring
-
-        keyring.delete_password(KEYRING_SERVICE, account(name))
-    except Exception:  # noqa: BLE001
-        return False
-    return True
-
-
-def signed_in(name: str, url: str) -> bool:
-    entry = load_entry(name)
-    return bool(entry and entry.get("server_url") == url and entry.get("tokens"))
-
-
-class KeyringTokenStorage:
-    """The SDK's `TokenStorage`, bound to one server name and URL."""
-
-    def __init__(self, name: str, url: str, configured_client: Any = None) -> None:
-        self.name = name
-        self.url = url
-        self.configured_client = configured_client
-
-    def _entry(self) -> dict[str, Any]:
-        entry = load_entry(self.name)
-        if not entry or entry.get("server_url") != self.url:
-            return {"server_url": self.url}
-        return entry
-
-    def expires_at(self) -> float | None:
-        value = self._entry().get("expires_at")
-        return float(value) if isinstance(value, (int, float)) else None
-
-    async def get_tokens(self) -> Any:
-        from mcp.shared.auth import OAuthToken
-
-        tokens = self._entry().get("tokens")
-        if not tokens:
-            return None
-        try:
-            return OAuthToken.model_validate(tokens)
-        except ValueError:
-            return None
-
-    async def set_tokens(self, tokens: Any) -> None:
-        entry = self._entry()
-        entry["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
-        entry["expires_at"] = time.time() + tokens.expires_in if tokens.expires_in else None
-        save_entry(self.name, entry)
-
-    def metadata(self) -> Any:
-        from mcp.shared.auth import OAuthMetadata
-
-        raw = self._entry().get("oauth_metadata")
-        if not raw:
-            return None
-        try:
-            return OAuthMetadata.model_validate(raw)
-        except ValueError:
-            return None
-
-    def set_metadata(self, metadata: Any) -> None:
-        entry = self._entry()
-        if not entry.get("tokens"):
-            return
-        entry["oauth_metadata"] = metadata.model_dump(mode="json", exclude_none=True)
-        save_entry(self.name, entry)
-
-    async def get_client_info(self) -> Any:
-        from mcp.shared.auth import OAuthClientInformationFull
-
-        if self.configured_client is not None:
-            return self.configured_client
-        info = self._entry().get("client_info")
-        if not info:
-            return None
-        try:
-            return OAuthClientInformationFull.model_validate(info)
-        except ValueError:
-            return None
-
-    async def set_client_info(self, client_info: Any) -> None:
-        if self.configured_client is not None:
-            return  # a configured client (and its secret) stays in config/env, not the keyring
-        entry = self._entry()
-        entry["client_info"] = client_info.model_dump(mode="json", exclude_none=True)
-        save_entry(self.name, entry)
+def client_metadata_url(cfg: McpServerSettings) -> str | None:
+    """The Client ID Metadata Document URL offered for this server (None: CIMD off)."""
+    configured = cfg.oauth.client_metadata_url if cfg.oauth else None
+    if configured is None:
+        return DEFAULT_CLIENT_METADATA_URL
+    return configured or None
 
 
 def _configured_client(cfg: McpServerSettings, redirect_uri: str) -> Any:
-    import os
-
     from mcp.shared.auth import OAuthClientInformationFull
 
     oauth = cfg.oauth
@@ -206,19 +113,31 @@ _PROVIDER_CLASS: Any = None
 
 
 def _provider_class() -> Any:
-    """The SDK provider with two additions: the stored expiry is honoured (so an expired token is
-    refreshed before use), and a 401 on a token we believed valid is answered by one refresh
-    before the SDK would fall back to a full (browser) sign-in."""
+    """The SDK provider with Mermaid's additions: the stored expiry is honoured (so an expired
+    token is refreshed before use); a 401 on a token we believed valid is answered by one refresh
+    before the SDK would fall back to a full (browser) sign-in; configured scopes replace the ones
+    the server suggests and remembered step-up scopes are added to them; and, headless, a 401 or a
+    `403 insufficient_scope` fails at once with a message instead of a sign-in."""
     global _PROVIDER_CLASS
     if _PROVIDER_CLASS is not None:
         return _PROVIDER_CLASS
     from mcp.client.auth import OAuthClientProvider
+    from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth
 
     class MermaidOAuth(OAuthClientProvider):
         login_hint: str | None = None
         #: set for runs: a 401 that a refresh cannot answer fails at once (no discovery, no
-        #: client registration, no browser)
+        #: client registration, no browser), and so does a 403 insufficient_scope
         headless_name: str | None = None
+        #: `oauth.scopes`, which replace the scopes the server suggests
+        configured_scope: str | None = None
+        #: scopes a past 403 insufficient_scope asked for, requested on top
+        extra_scope: str | None = None
+        #: the SDK's own step-up is under way: its scope union is kept as is
+        stepping_up = False
+        #: headless: why the last call was refused with 403 insufficient_scope (taken by the
+        #: manager, which reports it instead of the transport's generic error)
+        step_up_refusal: str | None = None
 
         async def _initialize(self) -> None:
             await super()._initialize()
@@ -229,6 +148,20 @@ def _provider_class() -> Any:
                 metadata = storage.metadata()
                 if metadata is not None and self.context.oauth_metadata is None:
                     self.context.oauth_metadata = metadata
+
+        def secrets(self) -> list[str]:
+            """The tokens and client secret this provider holds (to keep them out of results)."""
+            tokens, client = self.context.current_tokens, self.context.client_info
+            found = [tokens.access_token, tokens.refresh_token] if tokens is not None else []
+            found.append(client.client_secret if client is not None else None)
+            return [value for value in found if value]
+
+        async def _perform_authorization(self) -> Any:
+            chosen = self.context.client_metadata.scope
+            if self.configured_scope and not self.stepping_up:
+                chosen = self.configured_scope
+            self.context.client_metadata.scope = union_scopes(chosen, self.extra_scope)
+            return await super()._perform_authorization()
 
         async def _auth_flow(self, request: Any) -> Any:
             parent = super()._auth_flow
@@ -254,6 +187,22 @@ def _provider_class() -> Any:
                     if outgoing is request and response.status_code == 401 and self.headless_name:
                         self.login_hint = login_hint(self.headless_name)
                         raise McpLoginRequired(self.login_hint)
+                    insufficient = (
+                        outgoing is request
+                        and response.status_code == 403
+                        and extract_field_from_www_auth(response, "error") == "insufficient_scope"
+                    )
+                    if insufficient and self.headless_name:
+                        # RFC 6750 §3.1: the token lacks scope. A run cannot sign in again, so the
+                        # 403 stands (raising here would close the whole connection) and the call
+                        # fails naming the scopes, which the next `mermaid mcp login` requests
+                        wanted = record_step_up(
+                            self.headless_name, self.context.server_url, extract_scope_from_www_auth(response)
+                        )
+                        self.login_hint = self.step_up_refusal = step_up_hint(self.headless_name, wanted)
+                        return
+                    if insufficient:
+                        self.stepping_up = True
                     outgoing = await flow.asend(response)
             except StopAsyncIteration:
                 return
@@ -264,11 +213,32 @@ def _provider_class() -> Any:
     return MermaidOAuth
 
 
+def make_provider(
+    name: str,
+    cfg: McpServerSettings,
+    redirect_uri: str,
+    redirect_handler: Any,
+    callback_handler: Any,
+) -> Any:
+    """The provider for server `name`: the configured client (if any) wins over the Client ID
+    Metadata Document, which the SDK prefers over dynamic registration when the authorization
+    server supports it — the spec's order."""
+    assert cfg.url is not None
+    configured = _configured_client(cfg, redirect_uri)
+    provider = _provider_class()(
+        server_url=cfg.url,
+        client_metadata=_client_metadata(cfg, redirect_uri, bool(configured and configured.client_secret)),
+        storage=KeyringTokenStorage(name, cfg.url, configured),
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+        client_metadata_url=client_metadata_url(cfg),
+    )
+    provider.configured_scope = union_scopes(*(cfg.oauth.scopes if cfg.oauth else []))
+    return provider
+
+
 def runtime_auth(name: str, cfg: McpServerSettings) -> Any:
     """The httpx2 auth for a run: stored tokens, refreshed when needed, never a browser."""
-    assert cfg.url is not None
-    configured = _configured_client(cfg, RUNTIME_REDIRECT)
-    storage = KeyringTokenStorage(name, cfg.url, configured)
     provider: Any = None
 
     async def refuse_browser(_url: str) -> None:
@@ -278,120 +248,6 @@ def runtime_auth(name: str, cfg: McpServerSettings) -> Any:
     async def no_callback() -> Any:  # pragma: no cover - refuse_browser raises first
         raise McpLoginRequired(login_hint(name))
 
-    provider = _provider_class()(
-        server_url=cfg.url,
-        client_metadata=_client_metadata(
-            cfg, RUNTIME_REDIRECT, bool(configured and configured.client_secret)
-        ),
-        storage=storage,
-        redirect_handler=refuse_browser,
-        callback_handler=no_callback,
-    )
+    provider = make_provider(name, cfg, RUNTIME_REDIRECT, refuse_browser, no_callback)
     provider.headless_name = name
     return provider
-
-
-# -- interactive sign-in ----------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _default_open_browser(url: str) -> None:
-    import webbrowser
-
-    print(f"Open this URL to sign in:\n  {url}", file=sys.stderr)
-    webbrowser.open(url)
-
-
-async def login(
-    name: str,
-    cfg: McpServerSettings,
-    *,
-    open_browser: Callable[[str], None] | None = None,
-    timeout_secs: float = 300.0,
-) -> bool:
-    """Sign in to server `name` in the browser and store its tokens. Returns False when the server
-    did not ask for sign-in. Raises UsageError for a config that cannot sign in, and
-    `McpLoginRequired`/RuntimeError with a message when the sign-in fails."""
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-    from mcp.shared.auth import AuthorizationCodeResult
-
-    if cfg.url is None:
-        raise UsageError(f"MCP server {name!r} is a stdio server; only remote (url) servers sign in")
-    if cfg.sends_own_authorization():
-        raise UsageError(f"MCP server {name!r} sends its own Authorization header, so OAuth is off")
-    if not _enabled():
-        raise UsageError("the keyring is disabled (MERMAID_NO_KEYRING=1); signed-in tokens are kept there")
-    port = (cfg.oauth.callback_port if cfg.oauth else None) or _free_port()
-    redirect_uri = f"http://127.0.0.1:{port}/callback"
-    delete_entry(name)  # a fresh sign-in: a dynamically registered client is bound to its redirect URI
-
-    loop = asyncio.get_running_loop()
-    result: asyncio.Future[dict[str, str]] = loop.create_future()
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line = (await reader.readline()).decode("latin-1")
-            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass
-            parts = line.split(" ")
-            target = urlparse(parts[1] if len(parts) > 1 else "/")
-            params = {k: v[0] for k, v in parse_qs(target.query).items()}
-            if target.path != "/callback" or not ("code" in params or "error" in params):
-                body, status = "Not found", "404 Not Found"
-            else:
-                ok = "code" in params
-                body = "Signed in to Mermaid. You can close this tab." if ok else "Sign-in failed."
-                status = "200 OK"
-                if not result.done():
-                    result.set_result(params)
-            payload = body.encode()
-            writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
-                + payload
-            )
-            await writer.drain()
-        finally:
-            writer.close()
-
-    opener = open_browser or _default_open_browser
-
-    async def on_redirect(url: str) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, opener, url)
-
-    async def on_callback() -> Any:
-        try:
-            params = await asyncio.wait_for(asyncio.shield(result), timeout_secs)
-        except TimeoutError:
-            raise RuntimeError(f"no sign-in within {timeout_secs:g} s") from None
-        if "error" in params:
-            raise RuntimeError(f"sign-in refused: {params.get('error_description') or params['error']}")
-        return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
-
-    configured = _configured_client(cfg, redirect_uri)
-    storage = KeyringTokenStorage(name, cfg.url, configured)
-    provider = _provider_class()(
-        server_url=cfg.url,
-        client_metadata=_client_metadata(cfg, redirect_uri, bool(configured and configured.client_secret)),
-        storage=storage,
-        redirect_handler=on_redirect,
-        callback_handler=on_callback,
-    )
-    server = await asyncio.start_server(handle, "127.0.0.1", port)
-    try:
-        async with create_mcp_http_client(headers=dict(cfg.headers) or None, auth=provider) as http:
-            async with Client(streamable_http_client(cfg.url, http_client=http), cache=None):
-                pass
-    finally:
-        server.close()
-        await server.wait_closed()
-    if provider.context.oauth_metadata is not None:
-        storage.set_metadata(provider.context.oauth_metadata)
-    return signed_in(name, cfg.url)
