@@ -126,6 +126,14 @@ def test_thinking_never_disabled_where_it_is_always_on_and_output_capped() -> No
     always = AnthropicProvider(_endpoint("anthropic/claude-opus-5-5", "https://api.anthropic.com"))
     body = always.build_body(_request("none", None))
     assert "thinking" not in body and body["max_tokens"] == 32_000
+    # Sonnet 5.5 and the Fable models answer `thinking: {type: disabled}` with a 400
+    for model_id in (
+        "anthropic/claude-sonnet-5-5",
+        "anthropic/claude-fable-5-2",
+        "anthropic/claude-fable-5-1",
+    ):
+        provider = AnthropicProvider(_endpoint(model_id, "https://api.anthropic.com"))
+        assert "thinking" not in provider.build_body(_request("none", None)), model_id
     can_stop = AnthropicProvider(_endpoint("anthropic/claude-opus-4-6", "https://api.anthropic.com"))
     assert can_stop.build_body(_request("none", None))["thinking"] == {"type": "disabled"}
     old = AnthropicProvider(_endpoint("anthropic/claude-3-5-haiku-20241022", "https://api.anthropic.com"))
