@@ -300,21 +300,30 @@ def test_a_validation_exception_frame_is_final(project) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "name", "message", "code"),
+    ("status", "name", "message", "kind"),
     [
-        (400, "ValidationException", "Input is too long for requested model.", 5),
-        (403, "AccessDeniedException", "You don't have access to the model with the specified model ID.", 5),
+        # too long: read as the context error (the loop compacts; a first turn has nothing to drop)
+        (400, "ValidationException", "Input is too long for requested model.", "context_length"),
+        (
+            403,
+            "AccessDeniedException",
+            "You don't have access to the model with the specified model ID.",
+            "auth",
+        ),
+        (400, "ValidationException", "max_tokens: 64001 > 64000", "ValidationException"),
     ],
 )
-def test_http_errors_read_the_bedrock_error_type(project, status, name, message, code) -> None:
+def test_http_errors_read_the_bedrock_error_type(project, status, name, message, kind) -> None:
     with (
         FakeProviderServer(WRITE_THEN_ANSWER) as fake,
         BedrockStandIn(fake.url, region=REGION, keys=KEYS) as aws,
     ):
         aws.add_fault("http", status=status, name=name, message=message)
         out = _exec(project, _keys_env(aws), "go")
-    assert out.code == code, out.stderr
+    assert out.code == 5, out.stderr
     assert f"{name}: {message}" in out.events[-1]["errors"][-1]
+    errors = [e for e in out.events if e["type"] == "error"]
+    assert [(e["code"], e["retryable"]) for e in errors] == [(kind, False)]
 
 
 def test_a_throttled_http_reply_is_retried(project) -> None:
@@ -465,3 +474,27 @@ def test_every_request_extends_the_previous_one_on_bedrock(project, monkeypatch)
     assert any("type" in t for t in requests[0]["tools"]) and not any(
         "type" in t for t in requests[1]["tools"]
     )
+
+
+@pytest.mark.parametrize(
+    ("env", "status", "says"),
+    [
+        (
+            {"AWS_ACCESS_KEY_ID": KEYS.access_key, "AWS_SECRET_ACCESS_KEY": KEYS.secret_key},
+            "ok",
+            "AWS credentials: env",
+        ),
+        (
+            {"AWS_ROLE_ARN": "arn:aws:iam::1:role/r", "AWS_WEB_IDENTITY_TOKEN_FILE": "/run/t"},
+            "ok",
+            "assume-role-with-web-identity",
+        ),
+        ({"AWS_BEARER_TOKEN_BEDROCK": BEARER}, "ok", "env AWS_BEARER_TOKEN_BEDROCK"),
+        ({}, "fail", "no AWS credentials"),
+    ],
+)
+def test_doctor_names_the_credential_source_never_a_value(project, env, status, says) -> None:
+    out = run_mermaid(["doctor", "--json", "--model", MODEL], project, env=env)
+    model = next(c for c in json.loads(out.stdout)["checks"] if c["name"] == "model")
+    assert model["status"] == status and says in model["detail"], model
+    assert KEYS.secret_key not in out.stdout + out.stderr and BEARER not in out.stdout + out.stderr

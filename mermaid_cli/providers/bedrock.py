@@ -103,32 +103,50 @@ class _SigV4:
         self.profile = profile
         self._credentials: Any = None
 
-    def _sign(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+    @staticmethod
+    def _botocore_errors() -> Any:
         try:
             import botocore.exceptions
-            import botocore.session
-            from botocore.auth import SigV4Auth
-            from botocore.awsrequest import AWSRequest
         except ImportError:
             raise ProviderError(f"bedrock: botocore is not installed: {INSTALL_HINT}", code="auth") from None
+        return botocore.exceptions
+
+    def _resolve(self) -> Any:
+        """botocore's credentials object (refreshable ones refresh themselves when read)."""
+        import botocore.session
+
+        if self._credentials is None:
+            self._credentials = botocore.session.Session(profile=self.profile or None).get_credentials()
+        if self._credentials is None:
+            raise ProviderError(
+                "bedrock: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                f"AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE (OIDC), AWS_PROFILE, or {BEARER_ENV}",
+                code="auth",
+            )
+        return self._credentials
+
+    def source(self) -> str:
+        """Which link of the chain has credentials (`env`, `assume-role-with-web-identity`, ...),
+        without fetching them."""
+        errors = self._botocore_errors()
         try:
-            if self._credentials is None:
-                session = botocore.session.Session(profile=self.profile or None)
-                self._credentials = session.get_credentials()
-            if self._credentials is None:
-                raise ProviderError(
-                    "bedrock: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-                    "AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE (OIDC), AWS_PROFILE, "
-                    f"or {BEARER_ENV}",
-                    code="auth",
-                )
-            frozen = self._credentials.get_frozen_credentials()
+            return f"AWS credentials: {self._resolve().method}"
+        except errors.BotoCoreError as exc:
+            raise ProviderError(f"bedrock: AWS credentials: {exc}", code="auth") from None
+
+    def _sign(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+        errors = self._botocore_errors()
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        try:
+            frozen = self._resolve().get_frozen_credentials()
             request = AWSRequest(method="POST", url=url, headers=headers, data=body)
             SigV4Auth(frozen, SERVICE, self.region).add_auth(request)
-        except (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError) as exc:
+        except (errors.ConnectionError, errors.HTTPClientError) as exc:
             # the STS call of a web-identity or assume-role refresh did not get through
             raise Retryable(f"bedrock: cannot refresh AWS credentials: {exc}", code="connect_retry") from None
-        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+        except (errors.BotoCoreError, errors.ClientError) as exc:
             raise ProviderError(f"bedrock: AWS credentials: {exc}", code="auth") from None
         return {k: str(v) for k, v in request.headers.items()}
 
@@ -143,6 +161,10 @@ class BedrockAnthropicProvider(AnthropicProvider):
         self.region = region
         # a Bedrock API key (endpoint.api_key, from AWS_BEARER_TOKEN_BEDROCK) replaces SigV4
         self._sigv4 = None if endpoint.api_key else _SigV4(region, profile)
+
+    def credential_source(self) -> str:
+        """What `mermaid doctor` reports; a ProviderError when there are no credentials."""
+        return f"env {BEARER_ENV}" if self._sigv4 is None else self._sigv4.source()
 
     @property
     def url(self) -> str:
