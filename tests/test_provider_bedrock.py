@@ -498,3 +498,20 @@ def test_doctor_names_the_credential_source_never_a_value(project, env, status, 
     model = next(c for c in json.loads(out.stdout)["checks"] if c["name"] == "model")
     assert model["status"] == status and says in model["detail"], model
     assert KEYS.secret_key not in out.stdout + out.stderr and BEARER not in out.stdout + out.stderr
+
+
+def test_betas_go_in_the_body_not_a_header() -> None:
+    from mermaid_cli.config.sections.providers import ProviderSettings
+    from mermaid_cli.core.types import Message, TurnRequest
+
+    section = ProviderSettings(extra_headers={"anthropic-beta": "context-1m-2025-08-07"})
+    settings = types.SimpleNamespace(**{**vars(SETTINGS), "providers": {"bedrock": section}})
+    provider = create_provider(MODEL, settings, {"AWS_BEARER_TOKEN_BEDROCK": BEARER})  # type: ignore[arg-type]
+    body = provider.build_body(TurnRequest(system="s", messages=(Message.user_text("hi"),)))  # type: ignore[attr-defined]
+    assert body["anthropic_beta"] == ["context-1m-2025-08-07"] and list(body)[:2] == [
+        "anthropic_version",
+        "anthropic_beta",
+    ]
+    headers = provider.headers()  # type: ignore[attr-defined]
+    assert "anthropic-beta" not in headers and headers["authorization"] == f"Bearer {BEARER}"
+    assert headers["accept"] == "application/vnd.amazon.eventstream" and "x-api-key" not in headers
