@@ -491,6 +491,7 @@ def test_every_request_extends_the_previous_one_on_bedrock(project, monkeypatch)
         ),
         ({"AWS_BEARER_TOKEN_BEDROCK": BEARER}, "ok", "env AWS_BEARER_TOKEN_BEDROCK"),
         ({}, "fail", "no AWS credentials"),
+        ({"AWS_PROFILE": "no-such-profile"}, "fail", "no-such-profile"),
     ],
 )
 def test_doctor_names_the_credential_source_never_a_value(project, env, status, says) -> None:
@@ -515,3 +516,18 @@ def test_betas_go_in_the_body_not_a_header() -> None:
     headers = provider.headers()  # type: ignore[attr-defined]
     assert "anthropic-beta" not in headers and headers["authorization"] == f"Bearer {BEARER}"
     assert headers["accept"] == "application/vnd.amazon.eventstream" and "x-api-key" not in headers
+
+
+def test_a_pricing_row_for_the_bedrock_id_keeps_the_model_facts() -> None:
+    from mermaid_cli.config.sections.providers import PriceSettings
+
+    pricing = {MODEL: PriceSettings(input=3.3, output=16.5, cache_read=0.33, cache_write=4.125)}
+    settings = types.SimpleNamespace(**{**vars(SETTINGS), "pricing": pricing})
+    facts = model_facts(MODEL, settings)  # type: ignore[arg-type]
+    row = model_facts(MODEL, SETTINGS)  # type: ignore[arg-type]
+    assert (
+        facts.family == "Claude Sonnet 4.5"
+        and facts.thinking == row.thinking
+        and facts.max_output == row.max_output
+    )
+    assert facts.price is not None and facts.price.input == 3.3 and facts.price.output == 16.5

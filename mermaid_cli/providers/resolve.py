@@ -236,11 +236,18 @@ def model_facts(model_id: str, settings: Settings) -> ModelFacts:
     if canonical(provider) == "vertex" and not _in_config(settings, model_id):
         # Vertex names Claude models `claude-sonnet-4-5@20250929`: the Anthropic row's facts
         model_id = f"anthropic/{model.split('@', 1)[0]}"
-    if canonical(provider) == "bedrock" and not _in_config(settings, model_id):
-        # `us.anthropic.claude-sonnet-4-5-20250929-v1:0`: the Anthropic row of the same model
+    models, pricing = getattr(settings, "models", None) or {}, getattr(settings, "pricing", None) or {}
+    if canonical(provider) == "bedrock" and model_id not in models:
+        # `us.anthropic.claude-sonnet-4-5-20250929-v1:0`: the Anthropic row of the same model; a
+        # `[pricing]` row for the Bedrock id (a regional endpoint's price) replaces only its price
         from mermaid_cli.providers.bedrock import table_model
+        from mermaid_cli.providers.models import price_from_settings
 
-        model_id = f"anthropic/{table_model(model)}"
+        facts = facts_for(f"anthropic/{table_model(model)}", models, pricing)
+        if model_id in pricing:
+            price = price_from_settings(pricing[model_id])
+            facts = facts.model_copy(update={"price": price, "long_context": None})
+        return facts
     return facts_for(model_id, getattr(settings, "models", None), getattr(settings, "pricing", None))
 
 
