@@ -156,6 +156,9 @@ class _SigV4:
 
 
 class BedrockAnthropicProvider(AnthropicProvider):
+    # the server-side compaction beta is the Claude API's (as on Vertex); not offered here
+    SERVER_COMPACTION = False
+
     def __init__(self, endpoint: Endpoint, *, region: str, profile: str | None = None) -> None:
         super().__init__(endpoint)
         self.region = region
