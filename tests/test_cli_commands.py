@@ -8,7 +8,7 @@ import sys
 
 from conftest import FIXTURES, call, run_inprocess, run_mermaid, say, write_script
 
-HEAVY = ("httpx", "anthropic", "openai", "rich", "mcp", "trafilatura", "keyring", "pydantic", "tomli_w")
+HEAVY = ("httpx", "anthropic", "openai", "rich", "mcp", "trafilatura", "keyring", "pydantic", "tomli_w", "botocore")
 # What `--version`, `--help` and `exec --help` may import of Mermaid: the group, its flag
 # module and the lazy table, no command module and nothing below the CLI layer.
 CLI_CORE = [

@@ -241,6 +241,8 @@ class Endpoint:
     connect_timeout: float = CONNECT_TIMEOUT
     #: the model's row of the table (with [models]/[pricing] applied); looked up when not given
     facts: ModelFacts | None = field(default=None, compare=False, repr=False)
+    #: credentials besides `api_key` the run must redact (Bedrock's AWS keys and session token)
+    other_secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def model_id(self) -> str:
@@ -254,7 +256,7 @@ class Endpoint:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        return (self.api_key,) if self.api_key else ()
+        return ((self.api_key,) if self.api_key else ()) + self.other_secrets
 
 
 def split_last_item(raw: bytes, key: str) -> bytes:

@@ -66,6 +66,16 @@ PRESETS: dict[str, Preset] = {
     "ollama": Preset("chat", "http://localhost:11434/v1", ("OLLAMA_API_KEY",), key_required=False),
     # Claude on Google Vertex AI: an OAuth token from google-auth, no key (providers/vertex.py)
     "vertex": Preset("vertex", "", (), "ANTHROPIC_VERTEX_BASE_URL", "claude-sonnet-4-5@20250929", False),
+    # Claude on Amazon Bedrock: SigV4 from botocore's credential chain, or a Bedrock API key
+    # (AWS_BEARER_TOKEN_BEDROCK) as a bearer token (providers/bedrock.py)
+    "bedrock": Preset(
+        "bedrock",
+        "",
+        ("AWS_BEARER_TOKEN_BEDROCK",),
+        "ANTHROPIC_BEDROCK_BASE_URL",
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        False,
+    ),
 }
 ALIASES = {"grok": "xai"}
 #: the order in which a default model is looked for
@@ -153,6 +163,10 @@ def create_provider(
 
         project, region = vertex_location(env)
         base_url, where = vertex_base_url(env, region), "ANTHROPIC_VERTEX_BASE_URL"
+    if api == "bedrock" and base_url is None:
+        from mermaid_cli.providers.bedrock import bedrock_base_url, bedrock_region
+
+        base_url, where = bedrock_base_url(env, bedrock_region(env)), "ANTHROPIC_BEDROCK_BASE_URL"
     if base_url is None and preset is not None:
         if preset.base_url_env and env.get(preset.base_url_env, "").strip():
             base_url, where = env[preset.base_url_env].strip(), preset.base_url_env
@@ -173,6 +187,16 @@ def create_provider(
             raise ProviderError(missing_key_message(provider, preset.key_env, False), code="auth")
 
     headers = tuple(sorted((user.extra_headers or {}).items())) if user is not None else ()
+    other_secrets: tuple[str, ...] = ()
+    if api == "bedrock":
+        from mermaid_cli.providers import bedrock
+
+        if key is None and not bedrock.botocore_installed():
+            raise ConfigError(
+                f"bedrock needs botocore to sign requests: {bedrock.INSTALL_HINT} "
+                f"(or set {bedrock.BEARER_ENV} to a Bedrock API key)"
+            )
+        other_secrets = bedrock.bedrock_secrets(env)
     endpoint = Endpoint(
         facts=model_facts(model_id, settings),
         provider=provider,
@@ -182,7 +206,12 @@ def create_provider(
         extra_headers=headers,
         native_tools=_native(settings),
         deadline=deadline,
+        other_secrets=other_secrets,
     )
+    if api == "bedrock":
+        from mermaid_cli.providers.bedrock import BedrockAnthropicProvider, bedrock_region
+
+        return BedrockAnthropicProvider(endpoint, region=bedrock_region(env), profile=env.get("AWS_PROFILE"))
     if api == "vertex":
         from mermaid_cli.providers.vertex import VertexAnthropicProvider, vertex_location
 
@@ -207,6 +236,18 @@ def model_facts(model_id: str, settings: Settings) -> ModelFacts:
     if canonical(provider) == "vertex" and not _in_config(settings, model_id):
         # Vertex names Claude models `claude-sonnet-4-5@20250929`: the Anthropic row's facts
         model_id = f"anthropic/{model.split('@', 1)[0]}"
+    models, pricing = getattr(settings, "models", None) or {}, getattr(settings, "pricing", None) or {}
+    if canonical(provider) == "bedrock" and model_id not in models:
+        # `us.anthropic.claude-sonnet-4-5-20250929-v1:0`: the Anthropic row of the same model; a
+        # `[pricing]` row for the Bedrock id (a regional endpoint's price) replaces only its price
+        from mermaid_cli.providers.bedrock import table_model
+        from mermaid_cli.providers.models import price_from_settings
+
+        facts = facts_for(f"anthropic/{table_model(model)}", models, pricing)
+        if model_id in pricing:
+            price = price_from_settings(pricing[model_id])
+            facts = facts.model_copy(update={"price": price, "long_context": None})
+        return facts
     return facts_for(model_id, getattr(settings, "models", None), getattr(settings, "pricing", None))
 
 

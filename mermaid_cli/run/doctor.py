@@ -148,6 +148,12 @@ def _model_check(settings: Settings, env: Mapping[str, str]) -> Check:
         else (PRESETS[name].key_env if name in PRESETS else ())
     )
     source = next((f"env {v}" for v in env_vars if env.get(v, "").strip()), None)
+    describe = getattr(provider, "credential_source", None)  # a cloud provider's own chain (Bedrock)
+    if source is None and callable(describe):
+        try:
+            source = str(describe())
+        except MermaidError as exc:
+            return Check("model", "fail", exc.message)
     if source is None:
         source = (
             "OS keyring" if getattr(getattr(provider, "endpoint", None), "api_key", None) else "no key needed"

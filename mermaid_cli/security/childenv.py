@@ -24,6 +24,18 @@ PROVIDER_KEY_VARS = frozenset(
         "GOOGLE_API_KEY",
         "OLLAMA_API_KEY",
         "MERMAID_DAEMON_TOKEN",
+        # Amazon Bedrock: keys, session token, API key, and what mints credentials (the OIDC
+        # token file, the container credential endpoints, which answer without a token)
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
     }
 )
 
