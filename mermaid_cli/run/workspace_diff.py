@@ -193,6 +193,8 @@ class WorkspaceSnapshot:
         if self.index is not None:
             self.index.close()
             self.index = None
+        if self.stat is not None:
+            self.stat.stop_watching()
 
 
 def track_tool_batches(
