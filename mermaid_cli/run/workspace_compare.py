@@ -53,7 +53,7 @@ def _join(rel_dir: str, name: str) -> str:
 class _Baseline:
     """Lookups in the snapshot's names, cached for one comparison."""
 
-    def __init__(self, names: bytes) -> None:
+    def __init__(self, names: bytearray) -> None:
         self.names = names
         self.children: dict[str, dict[str, bytes]] = {}
 

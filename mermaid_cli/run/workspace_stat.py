@@ -56,13 +56,14 @@ def _prune() -> list[str]:
     return ["(", "-type", "d", "(", *names, ")", "-prune", ")", "-o"]
 
 
-def run_find(root: Path, expression: list[str]) -> bytes:
+def run_find(root: Path, expression: list[str], lead: bytes = b"") -> bytearray:
     """`find` over the tree, split by top-level entry into one process a core (the stat calls of
-    a large tree are most of the cost); paths are printed relative to `root`."""
+    a large tree are most of the cost); paths are printed relative to `root`. The output is read
+    into one buffer after `lead` (no joined copy: 300,000 names are 7 MB)."""
     try:
         top = sorted(os.listdir(root))
     except OSError:
-        return b""
+        return bytearray(lead)
     groups = max(1, min(os.cpu_count() or 1, 4, len(top)))
     procs = []
     for n in range(groups):
@@ -70,13 +71,22 @@ def run_find(root: Path, expression: list[str]) -> bytes:
         out = tempfile.TemporaryFile()
         cmd = ["find", *starts, *_prune(), *expression]
         procs.append((subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.DEVNULL), out))
-    chunks = []
-    for proc, out in procs:
+    for proc, _out in procs:
         proc.wait()  # a blocking waitpid: wait(timeout=) polls with sleeps of up to 50 ms
+    sizes = [os.fstat(out.fileno()).st_size for _proc, out in procs]
+    buf = bytearray(len(lead) + sum(sizes))
+    buf[: len(lead)] = lead
+    view, at = memoryview(buf), len(lead)
+    for (_proc, out), size in zip(procs, sizes, strict=True):
         out.seek(0)
-        chunks.append(out.read())
+        while size > 0:
+            got = out.readinto(view[at : at + size])
+            if not got:
+                break
+            at, size = at + got, size - got
         out.close()
-    return b"".join(chunks)
+    view.release()
+    return buf
 
 
 def find_works(root: Path) -> bool:
@@ -148,14 +158,15 @@ def py_walk(root: Path, since_ns: int | None, start: str = "") -> bytes:
 FileStat = tuple[bytes, int, int]
 
 
-def parse_records(raw: bytes) -> list[tuple[bytes, int, int, str]]:
+def parse_records(raw: bytes | bytearray) -> list[tuple[bytes, int, int, str]]:
     """Parse `CHANGED_FORMAT` records: (type, permissions, ctime ns, relative path)."""
     out = []
     for rec in raw.split(b"\0"):
         parts = rec.split(b" ", 3)
         if len(parts) == 4:
             path = parts[3][2:]  # both walkers print ./NAME
-            out.append((parts[0], int(parts[1], 8), _ns(parts[2]), path.decode("utf-8", "surrogateescape")))
+            kind, ns = bytes(parts[0]), _ns(bytes(parts[2]))
+            out.append((kind, int(parts[1], 8), ns, path.decode("utf-8", "surrogateescape")))
     return out
 
 
@@ -219,11 +230,11 @@ class StatSnapshot:
         self.root = root
         self.exclude = exclude
         self.use_find = find_works(root)  # one walker for both walks
+        # every record starts after a NUL: one regex anchors them all; records are `TYPE ./PATH`
         if self.use_find:
-            names = run_find(root, ["-printf", NAMES_FORMAT])  # records are `TYPE ./PATH`
+            self.names = run_find(root, ["-printf", NAMES_FORMAT], lead=b"\0")
         else:
-            names = py_walk(root, None)
-        self.names = b"\0" + names  # every record starts after a NUL: one regex anchors them all
+            self.names = bytearray(b"\0" + py_walk(root, None))
         self.watch: TreeWatch | None = None
         if watch and sys.platform.startswith("linux"):
             found = re.findall(rb"\0d \./([^\0]*)", self.names)
@@ -270,7 +281,7 @@ class StatSnapshot:
         since = self.since_ns - COARSE_TICK_NS
         if self.use_find:
             stamp = _stamp(since).decode()
-            raw = run_find(self.root, ["-newerct", f"@{stamp}", "-printf", CHANGED_FORMAT])
+            raw: bytes | bytearray = run_find(self.root, ["-newerct", f"@{stamp}", "-printf", CHANGED_FORMAT])
         else:
             raw = py_walk(self.root, since)
         files: dict[str, FileStat | None] = {}
