@@ -53,7 +53,10 @@ def _prune() -> list[str]:
     names: list[str] = []
     for name in sorted(SKIP_DIRS):
         names += ["-o", "-name", name] if names else ["-name", name]
-    return ["(", "-type", "d", "(", *names, ")", "-prune", ")", "-o"]
+    # find hoists name tests before every other test, so `-name` would run fnmatch (with a UTF-8
+    # conversion) on each of 300,000 files: 0.6 s of find's time. `-printf ""` (a side effect
+    # that prints nothing) is a barrier its optimiser does not move them past: directories only.
+    return ["(", "-type", "d", "-printf", "", "(", *names, ")", "-prune", ")", "-o"]
 
 
 def run_find(root: Path, expression: list[str], lead: bytes = b"") -> bytearray:
