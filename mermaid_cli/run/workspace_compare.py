@@ -25,6 +25,7 @@ from mermaid_cli.run.workspace_stat import (
     SKIP_DIRS,
     Change,
     FileStat,
+    dir_entries,
     lstat_record,
     parse_records,
     py_walk,
@@ -34,8 +35,9 @@ from mermaid_cli.run.workspace_stat import (
 if TYPE_CHECKING:
     from mermaid_cli.run.workspace_stat import StatSnapshot
 
-#: more lookups than this in one round are answered by one pass over the baseline
-FEW = 4
+#: more lookups than this in one round are answered by one pass over the baseline (a search
+#: of 300,000 names is ~15 ms, a pass ~0.3 s)
+FEW = 16
 
 
 def _enc(rel: str) -> bytes:
@@ -101,26 +103,6 @@ def _ancestors(rel: AnyStr) -> list[AnyStr]:
     return [sep.join(parts[:n]) for n in range(1, len(parts))]
 
 
-def _entries(path: str) -> dict[str, bytes]:
-    """A directory's entries now, by type from the directory itself (no stat): d, f or l."""
-    out: dict[str, bytes] = {}
-    try:
-        with os.scandir(path) as it:
-            for entry in it:
-                try:
-                    if entry.is_symlink():
-                        out[entry.name] = b"l"
-                    elif entry.is_dir(follow_symlinks=False):
-                        out[entry.name] = b"d"
-                    elif entry.is_file(follow_symlinks=False):
-                        out[entry.name] = b"f"
-                except OSError:
-                    continue
-    except OSError:
-        pass  # gone (or unreadable): every baseline entry counts as gone
-    return out
-
-
 def decide(
     snap: StatSnapshot, files: dict[str, FileStat | None], dirs: set[str], gone: set[str]
 ) -> list[Change]:
@@ -128,6 +110,7 @@ def decide(
     `dirs`: directories whose entries may have changed; `gone`: directories to check whole."""
     root = str(snap.root)
     base = _Baseline(snap.names)
+    base.children[""] = dict(snap.top)  # listed at the baseline: no search of all names
     deleted: set[str] = set()
     gone_dirs: set[str] = set()  # baseline directories no longer there
     whole = set(gone)
@@ -153,7 +136,7 @@ def decide(
         base.load(batch)
         for rel_dir in sorted(batch):
             before = base.children[rel_dir]
-            now = _entries(os.path.join(root, rel_dir) if rel_dir else root)
+            now = dir_entries(os.path.join(root, rel_dir) if rel_dir else root)
             for name, kind in before.items():
                 if now.get(name) == kind:
                     continue

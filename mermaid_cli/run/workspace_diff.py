@@ -121,7 +121,10 @@ class WorkspaceSnapshot:
                 snap.index = snap.tree = None
         if snap.tree is None:
             snap.stat = StatSnapshot(root, exclude)
-        snap._last_cost = time.perf_counter() - start
+        # the first comparison is guessed to cost what the snapshot did, unless the kernel reports
+        # the changes (then it costs what changed, and is redone after every tool batch)
+        watched = snap.stat is not None and snap.stat.watch is not None
+        snap._last_cost = 0.0 if watched else time.perf_counter() - start
         return snap
 
     def keep(self, paths: list[Path]) -> None:

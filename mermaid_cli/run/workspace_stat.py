@@ -182,6 +182,26 @@ def lstat_record(path: Path) -> FileStat | None:
     return (kind, st.st_mode & 0o7777, st.st_ctime_ns) if kind in (b"f", b"l") else None
 
 
+def dir_entries(path: str) -> dict[str, bytes]:
+    """A directory's entries now, by type from the directory itself (no stat): d, f or l."""
+    out: dict[str, bytes] = {}
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                try:
+                    if entry.is_symlink():
+                        out[entry.name] = b"l"
+                    elif entry.is_dir(follow_symlinks=False):
+                        out[entry.name] = b"d"
+                    elif entry.is_file(follow_symlinks=False):
+                        out[entry.name] = b"f"
+                except OSError:
+                    continue
+    except OSError:
+        pass  # gone (or unreadable): every baseline entry counts as gone
+    return out
+
+
 def read_content(path: Path) -> bytes | None:
     """A file's bytes, or a symlink's target; None when it cannot be read."""
     try:
@@ -233,6 +253,9 @@ class StatSnapshot:
         self.root = root
         self.exclude = exclude
         self.use_find = find_works(root)  # one walker for both walks
+        # the root's entries, as find lists them (skipped directories left out)
+        top = dir_entries(str(root))
+        self.top = {name: kind for name, kind in top.items() if kind != b"d" or name not in SKIP_DIRS}
         # every record starts after a NUL: one regex anchors them all; records are `TYPE ./PATH`
         if self.use_find:
             self.names = run_find(root, ["-printf", NAMES_FORMAT], lead=b"\0")
