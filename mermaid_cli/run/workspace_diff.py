@@ -4,7 +4,8 @@ With git, the snapshot is a tree object written through a private index (the use
 work tree are never touched): it starts as a copy of git's own index, so `git add -A` only
 rehashes files whose stat changed; untracked-but-not-ignored files are included and `git diff
 --binary` gives a patch `git apply` takes. Without git, `workspace_stat` keeps the names and
-the moment of the snapshot, and only the content a diff will need (see there for the trade-off).
+the moment of the snapshot, and only the content a diff will need (see there for the trade-off);
+the kernel's reports (`workspace_watch`) or one `find` tell what to compare (`workspace_compare`).
 
 Cost at the end of a run: after each batch of tool calls the runner calls `changed()`; when the
 last comparison was cheap (<= REFRESH_MAX_S) and the worker has used at most REFRESH_SHARE of the

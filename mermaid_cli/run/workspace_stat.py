@@ -2,11 +2,11 @@
 
 Any change to a file — content, mode, a rename onto it, a creation — sets its ctime to "now", and
 no user call can set a ctime back. So the baseline needs no stat of any file: it is the list of
-names (`find -printf '%y %P'`, which reads directories only), plus the moment it finished. At the
-end one `find -newerct` (its own process: C, the other core) prints only what changed since then:
-files whose ctime is newer are created or modified, directories whose ctime is newer lost or
-gained entries, and their baseline children tell what was deleted. The Python side costs what
-changed; what exists costs one directory read and one stat a file inside `find`.
+names (`find -printf '%y %P'`, which reads directories only), plus the moment it finished. What
+changed since is found one of two ways, both costing what changed, not what exists (the decision
+is `workspace_compare`'s): the kernel's reports (`workspace_watch`: one inotify watch per
+directory, Linux), or, without them, one `find -newerct` (its own process: C, the other core) that
+prints only files and directories whose ctime is newer.
 
 The edge: a file changed in the same clock tick as the baseline ended (the kernel's file clock is
 coarse: a jiffy, or whole seconds on some filesystems) cannot be told from one changed just after,
