@@ -22,6 +22,7 @@ import ctypes
 import errno
 import os
 import struct
+import weakref
 from pathlib import Path
 
 IN_MODIFY = 0x2
@@ -68,6 +69,9 @@ class TreeWatch:
         self.fd = init(IN_NONBLOCK | IN_CLOEXEC)
         if self.fd < 0:
             raise WatchUnavailable(ctypes.get_errno(), "inotify_init1")
+        # a snapshot dropped without close() still gives its instance back (the per-user limit
+        # is 128 instances)
+        self._release = weakref.finalize(self, os.close, self.fd)
         self.paths: dict[int, str] = {}
         self.files: set[str] = set()
         self.dirs: set[str] = set()
@@ -126,5 +130,5 @@ class TreeWatch:
 
     def close(self) -> None:
         if self.fd >= 0:
-            os.close(self.fd)  # the kernel drops every watch with the descriptor
+            self._release()  # the kernel drops every watch with the descriptor
             self.fd = -1
