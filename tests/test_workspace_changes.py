@@ -221,3 +221,14 @@ def test_skipped_directories_stay_out_of_the_diff_both_ways(tmp_path: Path) -> N
         (project / "bulk/4/.venv/x").write_text("x\n")
         assert snap.changed_files() == []
         snap.close()
+
+
+def test_a_project_reached_through_a_symlink_is_still_compared(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    _tree(real, BIG)
+    os.symlink(real, tmp_path / "link")
+    snap = WorkspaceSnapshot.take(tmp_path / "link")
+    (real / "src/new.py").write_text("new\n")
+    (real / "top.txt").write_text("changed\n")
+    assert snap.changed_files() == ["src/new.py", "top.txt"]
+    snap.close()

@@ -85,7 +85,7 @@ class TreeWatch:
                 self.paths[wd] = rel
                 continue
             err = ctypes.get_errno()
-            if err in (errno.ENOENT, errno.ENOTDIR, errno.EACCES):
+            if rel and err in (errno.ENOENT, errno.ENOTDIR, errno.EACCES):
                 continue  # gone or unreadable since the walk: the walk's names still stand
             self.close()
             raise WatchUnavailable(err, os.strerror(err))
