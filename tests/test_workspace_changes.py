@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -232,3 +233,33 @@ def test_a_project_reached_through_a_symlink_is_still_compared(tmp_path: Path) -
     (real / "top.txt").write_text("changed\n")
     assert snap.changed_files() == ["src/new.py", "top.txt"]
     snap.close()
+
+
+CHILD = """
+import subprocess, sys
+from pathlib import Path
+from mermaid_cli.run.workspace_diff import WorkspaceSnapshot
+root = Path(sys.argv[1])
+subprocess.run(["mount", "--bind", str(root / "bulk/1"), str(root / "bulk/2")], check=True)
+snap = WorkspaceSnapshot.take(root)
+(root / "bulk/1/new.txt").write_text("new\\n")
+print(" ".join(snap.changed_files()))
+"""
+
+
+@pytest.mark.skipif(
+    subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0
+    if shutil.which("unshare")
+    else True,
+    reason="needs a private mount namespace (unshare -m)",
+)
+def test_a_directory_mounted_twice_in_the_tree_is_seen_under_both_names(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project, BIG)
+    proc = subprocess.run(
+        ["unshare", "-m", sys.executable, "-c", CHILD, str(project)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert proc.stdout.split() == ["bulk/1/new.txt", "bulk/2/new.txt"]

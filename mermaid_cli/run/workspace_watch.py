@@ -81,6 +81,9 @@ class TreeWatch:
         for rel in dirs:
             path = base + b"/" + os.fsencode(rel) if rel else base
             wd = add(self.fd, path, MASK)
+            if wd in self.paths:  # one directory under two names (a bind mount): events name one
+                self.close()
+                raise WatchUnavailable(f"{rel} is {self.paths[wd] or '.'} again")
             if wd >= 0:
                 self.paths[wd] = rel
                 continue
