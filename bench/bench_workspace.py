@@ -9,7 +9,8 @@ reused between calls), then runs the replay demo (`write_file hello.txt`, one to
 median run in the empty directory. `--git` also times a git repository of the 30,000-file tree.
 Also printed: the snapshot's own phases in-process (baseline walk, comparison after the run)
 and their CPU seconds (with the find/git children): on a loaded machine wall times inflate.
-Targets: 30,000 files add <= 0.3 s, 300,000 files <= 2 s, no copy of the tree. Asserts nothing.
+Also the peak RSS of the mermaid process (largest of the runs). Targets: 30,000 files add <= 0.3 s,
+300,000 files <= 2 s, no copy of the tree; peak RSS <= 60 MB. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "hello.jsonl"
 TARGETS = {30_000: 0.3, 300_000: 2.0}
+RSS_TARGET_MB = 60  # peak RSS of the run (issue 23)
 
 
 def build(root: Path, files: int, size: int) -> Path:
@@ -56,22 +58,35 @@ def git_init(root: Path) -> None:
         subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
 
 
-def run_once(exe: str, cwd: Path, data: Path) -> float:
+def run_once(exe: str, cwd: Path, data: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one run; the RSS is the mermaid process's own (its `find`
+    children are a few MB each and end before it does)."""
     (cwd / "hello.txt").unlink(missing_ok=True)
     env = dict(os.environ, MERMAID_DATA_DIR=str(data), MERMAID_CONFIG_DIR=str(data / "cfg"))
+    err = tempfile.TemporaryFile()
     start = time.perf_counter()
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [exe, "exec", "--json", "--ephemeral", "--model", f"replay/{DEMO}", "create hello.txt"],
         cwd=cwd,
         env=env,
-        capture_output=True,
+        stdout=subprocess.DEVNULL,
+        stderr=err,
         stdin=subprocess.DEVNULL,
     )
+    _, status, usage = os.wait4(proc.pid, 0)  # the rusage of this one process, not all children
     wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"run failed in {cwd}: {proc.stderr.decode()[-2000:]}")
+        err.seek(0)
+        raise SystemExit(f"run failed in {cwd}: {err.read().decode()[-2000:]}")
     (cwd / "hello.txt").unlink(missing_ok=True)
-    return wall
+    return wall, usage.ru_maxrss / 1024
+
+
+def median_run(exe: str, cwd: Path, data: Path, runs: int) -> tuple[float, float]:
+    """Median wall seconds and the largest peak RSS (MB) over `runs` runs."""
+    results = [run_once(exe, cwd, data) for _ in range(runs)]
+    return statistics.median(r[0] for r in results), max(r[1] for r in results)
 
 
 def _cpu() -> float:
@@ -123,17 +138,19 @@ def main() -> None:
     empty.mkdir()
     time.sleep(0.1)  # the trees leave the snapshot's racy window (files written in the same tick)
     data = work / "data"
-    base = statistics.median(run_once(exe, empty, data) for _ in range(args.runs))
-    print(f"empty directory: {base:.3f} s a run (median of {args.runs})")
+    base, base_rss = median_run(exe, empty, data, args.runs)
+    print(f"empty directory: {base:.3f} s a run (median of {args.runs}), peak RSS {base_rss:.1f} MB")
     print(
         f"{'tree':<24}{'run s':>8}{'added s':>10}{'target s':>10}{'walk s':>9}{'compare s':>11}{'cpu s':>8}"
+        f"{'rss MB':>8}{'target MB':>11}"
     )
     for label, tree, target in cases:
-        wall = statistics.median(run_once(exe, tree, data) for _ in range(args.runs))
+        wall, rss = median_run(exe, tree, data, args.runs)
         taken, compared, cpu = phases(tree)
         shown = f"{target:.2f}" if target is not None else "-"
         row = (
             f"{label:<24}{wall:>8.3f}{wall - base:>10.3f}{shown:>10}{taken:>9.3f}{compared:>11.3f}{cpu:>8.3f}"
+            f"{rss:>8.1f}{RSS_TARGET_MB:>11.0f}"
         )
         print(row)
     shutil.rmtree(work, ignore_errors=True)

@@ -115,7 +115,7 @@ def test_a_file_changed_in_the_baselines_own_tick_counts_as_changed(tmp_path: Pa
     assert snap.stat is not None
     # a ctime within one coarse clock tick of the baseline cannot be told from a later change
     stamp = snap.stat.since_ns - workspace_stat.TICK_NS // 2
-    assert snap.stat._changed_since(stamp) and not snap.stat._changed_since(stamp - workspace_stat.TICK_NS)
+    assert snap.stat.changed_since(stamp) and not snap.stat.changed_since(stamp - workspace_stat.TICK_NS)
     assert snap.changed_files() == []
 
 
@@ -206,7 +206,9 @@ def test_python_walker_finds_what_find_finds(tmp_path: Path) -> None:
     by_python = WorkspaceSnapshot.take(project)
     assert by_python.stat is not None and by_find.stat is not None
     by_python.stat.use_find = False
-    by_python.stat.names = b"\0" + workspace_stat._py_walk(project, None)
+    by_python.stat.stop_watching()  # both compare by walking the tree: find against Python
+    by_find.stat.stop_watching()
+    by_python.stat.names = b"\0" + workspace_stat.py_walk(project, None)
     assert sorted(by_python.stat.names.split(b"\0")) == sorted(by_find.stat.names.split(b"\0"))
     _mutate(project)
     shutil.rmtree(project / "src")

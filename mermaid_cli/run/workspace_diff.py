@@ -4,7 +4,8 @@ With git, the snapshot is a tree object written through a private index (the use
 work tree are never touched): it starts as a copy of git's own index, so `git add -A` only
 rehashes files whose stat changed; untracked-but-not-ignored files are included and `git diff
 --binary` gives a patch `git apply` takes. Without git, `workspace_stat` keeps the names and
-the moment of the snapshot, and only the content a diff will need (see there for the trade-off).
+the moment of the snapshot, and only the content a diff will need (see there for the trade-off);
+the kernel's reports (`workspace_watch`) or one `find` tell what to compare (`workspace_compare`).
 
 Cost at the end of a run: after each batch of tool calls the runner calls `changed()`; when the
 last comparison was cheap (<= REFRESH_MAX_S) and the worker has used at most REFRESH_SHARE of the
@@ -121,7 +122,10 @@ class WorkspaceSnapshot:
                 snap.index = snap.tree = None
         if snap.tree is None:
             snap.stat = StatSnapshot(root, exclude)
-        snap._last_cost = time.perf_counter() - start
+        # the first comparison is guessed to cost what the snapshot did, unless the kernel reports
+        # the changes (then it costs what changed, and is redone after every tool batch)
+        watched = snap.stat is not None and snap.stat.watch is not None
+        snap._last_cost = 0.0 if watched else time.perf_counter() - start
         return snap
 
     def keep(self, paths: list[Path]) -> None:
@@ -193,6 +197,8 @@ class WorkspaceSnapshot:
         if self.index is not None:
             self.index.close()
             self.index = None
+        if self.stat is not None:
+            self.stat.stop_watching()
 
 
 def track_tool_batches(

@@ -35,6 +35,11 @@ def render(root: Path, changes: list[Change], before: Callable[[str], bytes | No
 
 def _one(root: Path, change: Change, before: Callable[[str], bytes | None]) -> str:
     rel = change.rel
+    old_mode, new_mode = change.old_mode, change.new_mode
+    if old_mode is not None and new_mode is not None and stat.S_ISLNK(old_mode) != stat.S_ISLNK(new_mode):
+        # a file became a symlink or back: git writes a deletion and a creation, not a mode change
+        gone, made = Change(rel, "deleted", old_mode, None), Change(rel, "created", None, new_mode)
+        return _one(root, gone, before) + _one(root, made, before)
     head = [f"diff --git a/{rel} b/{rel}\n"]
     old: bytes | None = b""
     new: bytes | None = b""
