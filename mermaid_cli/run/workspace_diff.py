@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mermaid_cli.run.workspace_stat import Change, StatSnapshot
+from mermaid_cli.security.childenv import scrubbed_env
 
 #: a comparison that took longer than this is not repeated after every tool batch
 REFRESH_MAX_S = 0.5
@@ -40,7 +41,7 @@ def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
     return subprocess.run(
         ["git", "-c", "core.quotepath=off", *args],
         cwd=root,
-        env=env,
+        env=env if env is not None else scrubbed_env(os.environ),  # see _GitIndex: no secrets
         capture_output=True,
         check=True,
         timeout=120,
@@ -56,7 +57,8 @@ class _GitIndex:
         self.path = self.tmp / "index"
         if index.is_file():
             shutil.copyfile(index, self.path)  # git's stat cache: unchanged files are not rehashed
-        self.env = dict(os.environ, GIT_INDEX_FILE=str(self.path))
+        # git's /proc/PID/environ is readable by the model's commands: no provider keys in it
+        self.env = dict(scrubbed_env(os.environ), GIT_INDEX_FILE=str(self.path))
         self.pathspec = [
             "--",
             ".",

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mermaid_cli.run.workspace_watch import TreeWatch
+from mermaid_cli.security.childenv import scrubbed_env
 
 SKIP_DIRS = frozenset(
     {".git", ".mermaid", "__pycache__", "node_modules", ".venv", ".tox", ".mypy_cache", ".pytest_cache"}
@@ -73,7 +74,9 @@ def run_find(root: Path, expression: list[str], lead: bytes = b"") -> bytearray:
         starts = [f"./{name}" for name in top[n::groups]]  # ./: a name may start with "-"
         out = tempfile.TemporaryFile()
         cmd = ["find", *starts, *_prune(), *expression]
-        procs.append((subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.DEVNULL), out))
+        procs.append(
+            (subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.DEVNULL, env=_find_env()), out)
+        )
     for proc, _out in procs:
         proc.wait()  # a blocking waitpid: wait(timeout=) polls with sleeps of up to 50 ms
     sizes = [os.fstat(out.fileno()).st_size for _proc, out in procs]
@@ -92,6 +95,11 @@ def run_find(root: Path, expression: list[str], lead: bytes = b"") -> bytearray:
     return buf
 
 
+def _find_env() -> dict[str, str]:
+    """No provider keys: find's /proc/PID/environ is readable by the model's commands."""
+    return scrubbed_env(os.environ)
+
+
 def find_works(root: Path) -> bool:
     try:
         proc = subprocess.run(
@@ -99,6 +107,7 @@ def find_works(root: Path) -> bool:
             cwd=root,
             capture_output=True,
             timeout=30,
+            env=_find_env(),
         )
     except (OSError, subprocess.SubprocessError):
         return False

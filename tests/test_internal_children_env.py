@@ -1,0 +1,92 @@
+"""No process Mermaid starts for itself carries a secret: the orphan guard, git (snapshot, diff,
+worktrees), find, rg. Any same-uid process can read a dumpable process's /proc/PID/environ, so a
+model's background command could collect a provider key from one of them while it runs. (The
+model's own commands get a scrubbed environment too; test_sandbox_secrets covers Mermaid itself.)
+
+A real run in a subprocess with an audit hook records the environment of every process started."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from provider_fixtures import FakeProviderServer, fake_env
+
+SECRET = "sk-ant-internal-children-0123456789abcdef"
+
+PROBE = r"""
+import json, os, sys
+seen = []
+def hook(event, args):
+    if event == "subprocess.Popen":
+        executable, argv, cwd, env = args
+        seen.append({"argv": [str(a) for a in argv][:4], "env": None if env is None else dict(env)})
+    elif event == "os.posix_spawn":
+        path, argv, env = args
+        seen.append({"argv": [str(a) for a in argv][:4], "env": None if env is None else dict(env)})
+sys.addaudithook(hook)
+real_exit = os._exit
+def report(code):
+    sys.stderr.write("PROBE " + json.dumps([code, seen]) + "\n"); sys.stderr.flush()
+    real_exit(code)
+os._exit = report
+from mermaid_cli.cli.main import main
+sys.argv = ["mermaid", *sys.argv[1:]]
+main()
+"""
+
+
+def _turn(*content: dict, stop: str = "tool_use") -> dict:
+    return {
+        "type": "turn",
+        "content": list(content),
+        "stop_reason": stop,
+        "usage": {"input_tokens": 9, "output_tokens": 1},
+    }
+
+
+def _call(cid: str, name: str, args: dict) -> dict:
+    return {"type": "tool_call", "id": cid, "name": name, "arguments": args}
+
+
+SCRIPT = [
+    _turn(_call("c1", "grep", {"pattern": "hello"})),
+    _turn(_call("c2", "execute_command", {"command": "echo hi > out.txt"})),
+    _turn({"type": "text", "text": "done"}, stop="stop"),
+]
+
+
+def _started(cwd: Path, env: dict[str, str]) -> list[dict]:
+    full = {**os.environ, **env, "MERMAID_TEST_PROVIDER_KEY": SECRET}
+    argv = ["exec", "--json", "--safety", "full_access", "--model", "anthropic/claude-sonnet-4-5", "go"]
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], cwd=cwd, env=full, capture_output=True, text=True, timeout=120
+    )
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("PROBE ")]
+    code, seen = json.loads(line.removeprefix("PROBE "))
+    assert code == 0, proc.stderr
+    return seen
+
+
+def _git_project(path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    (path / "a.txt").write_text("hello\n")
+    return path
+
+
+def test_no_internal_child_inherits_a_secret(tmp_path: Path, isolated_env) -> None:
+    for project in (_git_project(tmp_path / "git"), tmp_path / "plain"):
+        project.mkdir(exist_ok=True)
+        (project / "a.txt").write_text("hello\n")
+        with FakeProviderServer(SCRIPT) as server:
+            seen = _started(project, fake_env(server, key=SECRET))
+        names = {Path(s["argv"][0]).name for s in seen}
+        assert ("git" if project.name == "git" else "find") in names, names  # the snapshot ran
+        assert "bash" in names, names  # the model's command (its environment is scrubbed too)
+        inherited = [s["argv"] for s in seen if s["env"] is None]
+        assert inherited == [], f"started with Mermaid's own environment: {inherited}"
+        leaked = [s["argv"] for s in seen if any(SECRET in v for v in s["env"].values())]
+        assert leaked == [], f"a secret reached: {leaked}"
