@@ -170,3 +170,19 @@ def test_every_tool_advertises_the_options_unless_it_has_its_own():
     kept = advertise(ToolSpec(name="paint", description="", input_schema=own))
     assert kept.input_schema["properties"]["background"] == {"type": "string", "description": "colour"}
     assert "scratchpad" in kept.input_schema["properties"]
+
+
+def test_schemas_leave_out_additional_properties_and_unknown_arguments_are_still_refused():
+    """`additionalProperties: false` was ~600 bytes of every request; the Args models still refuse
+    an argument they do not define, with an error naming it."""
+    import json
+    import os
+
+    from mermaid_cli.config.loader import Settings
+    from mermaid_cli.core.types import ToolCallBlock
+    from mermaid_cli.run.assemble import build_registry
+
+    registry = build_registry(Settings(), os.environ, interactive=False)
+    assert "additionalProperties" not in json.dumps([s.input_schema for s in registry.specs()])
+    refused = registry.bind(ToolCallBlock(id="c1", name="glob", arguments={"pattern": "*", "bogus": 1}))
+    assert not isinstance(refused, tuple) and refused.is_error and "bogus" in refused.content

@@ -123,7 +123,8 @@ _SPECS: dict[type[Tool], ToolSpec] = {}
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """A compact JSON schema for `model`: no titles, no `$defs` indirection where avoidable, and an
+    """A compact JSON schema for `model`: no titles, no `additionalProperties: false` (see
+    `_DROPPED`), no `$defs` indirection where avoidable, and an
     optional `X | None = None` field shown as plain `X` (leaving it out means None; the arguments
     are still validated by `model`, which accepts an explicit null). Every request carries these
     schemas, so their bytes are paid on every turn."""
@@ -131,12 +132,21 @@ def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     return _compact(schema)
 
 
+#: `extra="forbid"` models emit `additionalProperties: false`; the Args model refuses an unknown
+#: argument with a clear error anyway, and the keyword was ~600 bytes of every request (issue 23)
+_DROPPED = {"additionalProperties": False}
+
+
 def _compact(node: Any) -> Any:
     if isinstance(node, list):
         return [_compact(v) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _compact(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+    out = {
+        k: _compact(v)
+        for k, v in node.items()
+        if (k != "title" or not isinstance(v, str)) and not (k in _DROPPED and v is _DROPPED[k])
+    }
     branches = out.get("anyOf")
     if (
         "default" in out
