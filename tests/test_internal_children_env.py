@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import call, say
 from provider_fixtures import FakeProviderServer, fake_env
 
 SECRET = "sk-ant-internal-children-0123456789abcdef"
@@ -39,23 +40,10 @@ main()
 """
 
 
-def _turn(*content: dict, stop: str = "tool_use") -> dict:
-    return {
-        "type": "turn",
-        "content": list(content),
-        "stop_reason": stop,
-        "usage": {"input_tokens": 9, "output_tokens": 1},
-    }
-
-
-def _call(cid: str, name: str, args: dict) -> dict:
-    return {"type": "tool_call", "id": cid, "name": name, "arguments": args}
-
-
 SCRIPT = [
-    _turn(_call("c1", "grep", {"pattern": "hello"})),
-    _turn(_call("c2", "execute_command", {"command": "echo hi > out.txt"})),
-    _turn({"type": "text", "text": "done"}, stop="stop"),
+    {"type": "turn", **call("grep", {"pattern": "hello"}, "c1")},
+    {"type": "turn", **call("execute_command", {"command": "echo hi > out.txt"}, "c2")},
+    {"type": "turn", **say("done")},
 ]
 
 
