@@ -7,6 +7,7 @@ descriptions become the JSON schema the model sees (short and exact: paid on eve
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -127,9 +128,14 @@ def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     `_DROPPED`), no `$defs` indirection where avoidable, and an
     optional `X | None = None` field shown as plain `X` (leaving it out means None; the arguments
     are still validated by `model`, which accepts an explicit null). Every request carries these
-    schemas, so their bytes are paid on every turn."""
-    schema = model.model_json_schema()
-    return _compact(schema)
+    schemas, so their bytes are paid on every turn. Built once per model (pydantic takes ~5 ms for
+    a large one, and tools with per-run descriptions ask every turn); each call gets its own copy."""
+    return json.loads(_schema_json(model))
+
+
+@functools.cache
+def _schema_json(model: type[BaseModel]) -> str:
+    return json.dumps(_compact(model.model_json_schema()))
 
 
 #: `extra="forbid"` models emit `additionalProperties: false`; the Args model refuses an unknown
