@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from mermaid_cli.config.loader import data_dir, find_git_root, user_config_dir
+from mermaid_cli.config.loader import data_dir, user_config_dir
 
 LOCK_NAME = "plugins.lock.json"
 
@@ -16,9 +16,9 @@ def lock_path(env: Mapping[str, str] | None = None) -> Path:
     return data_dir(env) / LOCK_NAME
 
 
-def project_dir(project_root: Path, kind: str) -> Path:
-    """`.mermaid/<kind>` (skills, commands) at the project's git root, else at `project_root`."""
-    return (find_git_root(project_root) or project_root) / ".mermaid" / kind
+def project_dir(root: Path, kind: str) -> Path:
+    """`.mermaid/<kind>` (skills, commands) under `root`: the project's git root, else the project."""
+    return root / ".mermaid" / kind
 
 
 def user_dir(env: Mapping[str, str], kind: str) -> Path:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -103,7 +102,7 @@ def skill_roots(project_root: Path, env: Mapping[str, str], plugins: list[Loaded
 
     root = find_git_root(project_root) or project_root
     roots = [
-        SkillRoot(project_dir(project_root, "skills"), "project", jail=root),
+        SkillRoot(project_dir(root, "skills"), "project", jail=root),
         SkillRoot(user_dir(env, "skills"), "user"),
     ]
     for plugin in plugins:
@@ -121,7 +120,7 @@ def command_roots(
 
     root = find_git_root(project_root) or project_root
     roots = [
-        CommandRoot("project", project_dir(project_root, "commands"), jail=root),
+        CommandRoot("project", project_dir(root, "commands"), jail=root),
         CommandRoot("user", user_dir(env, "commands")),
     ]
     for plugin in plugins:
@@ -190,11 +189,9 @@ def _nothing_to_load(settings: Settings, project_root: Path, env: Mapping[str, s
         return False
     if any(settings.hooks.for_event(event) for event in LIFECYCLE_EVENTS):
         return False
-    places = [
-        where(kind)
-        for where in (partial(project_dir, project_root), partial(user_dir, env))
-        for kind in ("skills", "commands")
-    ]
+    root = find_git_root(project_root) or project_root
+    kinds = ("skills", "commands")
+    places = [project_dir(root, kind) for kind in kinds] + [user_dir(env, kind) for kind in kinds]
     return not any(os.path.lexists(place) for place in places)
 
 

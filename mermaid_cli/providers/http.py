@@ -146,28 +146,26 @@ class HttpTransport:
         self,
         provider: str,
         *,
+        base_url: str,
         secrets: tuple[str, ...] = (),
         timeout: float = 600.0,
         connect_timeout: float = CONNECT_TIMEOUT,
-        base_url: str | None = None,
     ) -> None:
         self.provider = provider
-        #: started now when `base_url` is known, so the CA bundle loads while the run assembles
-        self._tls = TlsContext(base_url) if base_url else None
+        #: started now, so an https endpoint's CA bundle loads while the run assembles
+        self._tls = TlsContext(base_url)
         self.secrets = secrets
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._client: httpx.AsyncClient | None = None
 
-    def client(self, url: str = "") -> httpx.AsyncClient:
+    def client(self) -> httpx.AsyncClient:
         if self._client is None:
             import socket
             import urllib.request
 
             import httpx
 
-            if self._tls is None:
-                self._tls = TlsContext(url or "https://")
             timeout = httpx.Timeout(self._timeout, connect=self._connect_timeout)
             if urllib.request.getproxies():
                 # httpx applies HTTP(S)_PROXY / NO_PROXY only to a client without its own transport;
@@ -192,7 +190,7 @@ class HttpTransport:
         """POST `body` and yield SSE events. Non-2xx → mapped error; transport failure → mapped error."""
         import httpx
 
-        client = self.client(url)
+        client = self.client()
         try:
             async with client.stream("POST", url, headers=headers, content=body) as response:
                 if response.status_code >= 300:
@@ -207,7 +205,7 @@ class HttpTransport:
         """POST `body` and return the parsed JSON response (a request sent with `stream: false`)."""
         import httpx
 
-        client = self.client(url)
+        client = self.client()
         try:
             response = await client.post(url, headers={**headers, "accept": "application/json"}, content=body)
         except httpx.HTTPError as exc:

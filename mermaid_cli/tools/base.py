@@ -124,8 +124,9 @@ _SPECS: dict[type[Tool], ToolSpec] = {}
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """A compact JSON schema for `model`: no titles, no `additionalProperties: false` (see
-    `_DROPPED`), no `$defs` indirection where avoidable, and an
+    """A compact JSON schema for `model`: no titles, no `additionalProperties: false` (the Args
+    model refuses an unknown argument by name anyway, and the keyword was ~600 bytes of every
+    request), no `$defs` indirection where avoidable, and an
     optional `X | None = None` field shown as plain `X` (leaving it out means None; the arguments
     are still validated by `model`, which accepts an explicit null). Every request carries these
     schemas, so their bytes are paid on every turn. Built once per model (pydantic takes ~5 ms for
@@ -138,11 +139,6 @@ def _schema_json(model: type[BaseModel]) -> str:
     return json.dumps(_compact(model.model_json_schema()))
 
 
-#: `extra="forbid"` models emit `additionalProperties: false`; the Args model refuses an unknown
-#: argument with a clear error anyway, and the keyword was ~600 bytes of every request (issue 23)
-_DROPPED = {"additionalProperties": False}
-
-
 def _compact(node: Any) -> Any:
     if isinstance(node, list):
         return [_compact(v) for v in node]
@@ -151,7 +147,7 @@ def _compact(node: Any) -> Any:
     out = {
         k: _compact(v)
         for k, v in node.items()
-        if (k != "title" or not isinstance(v, str)) and not (k in _DROPPED and v is _DROPPED[k])
+        if (k != "title" or not isinstance(v, str)) and not (k == "additionalProperties" and v is False)
     }
     branches = out.get("anyOf")
     if (

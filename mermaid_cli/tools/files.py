@@ -151,7 +151,9 @@ class ReadFile(Tool):
             summary=f"Listed {resolved.display} ({total} entries)",
         )
 
-    def _read(self, fh: io.BufferedReader[io.FileIO], size: int, resolved: ResolvedPath, args: ReadFileArgs) -> ToolResult:
+    def _read(
+        self, fh: io.BufferedReader[io.FileIO], size: int, resolved: ResolvedPath, args: ReadFileArgs
+    ) -> ToolResult:
         head = fh.peek(BINARY_SNIFF_BYTES)[:BINARY_SNIFF_BYTES]
         media = image_type(head)
         if media is not None:

@@ -74,7 +74,11 @@ def resolve_path(root: Path, path: str, *, follow_final: bool = True) -> Resolve
     root_real = str(found.root)
     target = str(found.path)
     # an --add-dir file is shown (and reported in files_changed) by its absolute path
-    rel = os.path.relpath(target, root_real).replace(os.sep, "/") if found.inside and not found.added else target
+    rel = (
+        os.path.relpath(target, root_real).replace(os.sep, "/")
+        if found.inside and not found.added
+        else target
+    )
     return ResolvedPath(path=found.path, inside=found.inside, rel=rel, root=found.root)
 
 

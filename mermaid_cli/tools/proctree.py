@@ -142,7 +142,9 @@ class Child:
     async def _attach(self) -> None:
         assert self.popen.stdout is not None and self.popen.stderr is not None
         for stream, pipe in ((1, self.popen.stdout), (2, self.popen.stderr)):
-            transport, _ = await self._loop.connect_read_pipe(functools.partial(_PipeReader, self, stream), pipe)
+            transport, _ = await self._loop.connect_read_pipe(
+                functools.partial(_PipeReader, self, stream), pipe
+            )
             self._transports.append(transport)
         try:
             self._pidfd = os.pidfd_open(self.pid)

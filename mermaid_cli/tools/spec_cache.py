@@ -92,7 +92,6 @@ class CachedRegistry(ToolRegistry):
         self.filter = tool_filter  # MCP tools that join before the real tools load pass it too
         self._cached = specs
         self._cached_by_name = {s.name: s for s in specs}
-        self._cached_names = set(self._cached_by_name)
         self._loader: Callable[[], ToolRegistry] | None = loader
 
     def _load(self) -> None:
@@ -121,7 +120,7 @@ class CachedRegistry(ToolRegistry):
             built_in = [self._cached_by_name.get(t.name) or advertise(t.spec()) for t in self._tools.values()]
             return [*built_in, *(advertise(t.spec()) for t in self._dynamic_tools())]
 
-        extra = [advertise(t.spec()) for t in self._dynamic_tools() if t.name not in self._cached_names]
+        extra = [advertise(t.spec()) for t in self._dynamic_tools() if t.name not in self._cached_by_name]
         return [*self._cached, *extra]
 
     def names(self) -> list[str]:

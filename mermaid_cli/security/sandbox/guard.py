@@ -43,7 +43,7 @@ _POLL = 0.02
 #: and removes one cgroup, which takes no parsing, and sh runs it in ~1.7 MB where Python needs ~9
 #: (the run's process tree is measured; issue 23). The session fallback scans /proc and parses
 #: `stat` lines a process can shape with its name, so it stays in Python (`main` below).
-#: The same timing as `_kill_cgroup`: up to 500 rounds 20 ms apart.
+#: Up to 500 rounds 20 ms apart, the 10 s the session guard allows too.
 CGROUP_GUARD = r"""
 cg=$1
 gone() {
@@ -92,33 +92,6 @@ def _members(sids: set[int]) -> list[int]:
     return found
 
 
-def _cgroup_members(cgroup: str) -> list[int]:
-    try:
-        with open(os.path.join(cgroup, "cgroup.procs")) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def _kill_cgroup(cgroup: str, deadline: float) -> None:
-    killfile = os.path.join(cgroup, "cgroup.kill")
-    while time.monotonic() < deadline:
-        members = _cgroup_members(cgroup)
-        if members and os.path.exists(killfile):  # an empty cgroup just goes (the usual end)
-            with contextlib.suppress(OSError), open(killfile, "w") as f:
-                f.write("1")
-        for pid in members:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        try:
-            os.rmdir(cgroup)  # EBUSY while a member (or a zombie not yet reaped) remains
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(_POLL)
-
-
 def _kill_sessions(sids: set[int], deadline: float) -> None:
     while sids and time.monotonic() < deadline:
         for sid in sids:
@@ -134,8 +107,8 @@ def _kill_sessions(sids: set[int], deadline: float) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """The session-mode guard: `argv[1]` is the pipe's read end; each line is a child's pid."""
     fd = int(argv[1])
-    cgroup = None if argv[2] == "-" else argv[2]
 
     def _stop(signum: int, frame: object) -> None:
         raise SystemExit(0)
@@ -153,10 +126,7 @@ def main(argv: list[str]) -> int:
             *lines, pending = pending.split(b"\n")
             sids.update(int(x) for x in lines if x.strip().isdigit())
     finally:
-        deadline = time.monotonic() + 10.0
-        if cgroup is not None:
-            _kill_cgroup(cgroup, deadline)
-        _kill_sessions(sids, deadline)
+        _kill_sessions(sids, time.monotonic() + 10.0)
     return 0
 
 
@@ -222,27 +192,23 @@ class OrphanGuard:
         try:
             # No environment: same-uid processes can read a dumpable process's /proc/PID/environ,
             # and Mermaid's holds the provider keys.
+            pass_fds: tuple[int, ...]
             if cgroup is not None:
-                process = subprocess.Popen(
-                    ["/bin/sh", "-c", CGROUP_GUARD, "mermaid-orphan-guard", cgroup],
-                    stdin=read_fd,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                    close_fds=True,
-                    env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                )
+                argv = ["/bin/sh", "-c", CGROUP_GUARD, "mermaid-orphan-guard", cgroup]
+                stdin, pass_fds, env = read_fd, (), {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
             else:
-                process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", os.path.abspath(__file__), str(read_fd), "-"],
-                    pass_fds=(read_fd,),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                    close_fds=True,
-                    env={},
-                )
+                argv = [sys.executable, "-I", "-S", os.path.abspath(__file__), str(read_fd)]
+                stdin, pass_fds, env = subprocess.DEVNULL, (read_fd,), {}
+            process = subprocess.Popen(
+                argv,
+                stdin=stdin,
+                pass_fds=pass_fds,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
         except BaseException:
             os.close(write_fd)
             if cgroup is not None:
