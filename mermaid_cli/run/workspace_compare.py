@@ -10,8 +10,9 @@ reports (`workspace_watch`); either way this costs what the candidates are, not 
   existed changed only if its ctime is newer than the baseline, and when its earlier content was
   kept, only if content or mode differ (`touch` is no change).
 The baseline is one bytes blob of `TYPE ./PATH` records: a few lookups are one search of it each;
-many go through one pass over it (`_Baseline`), so a run that touched a thousand directories does
-not search 300,000 records a thousand times.
+many go through one pass over it (`Baseline`), so a run that touched a thousand directories does
+not search 300,000 records a thousand times. The baseline never changes, so one `Baseline` serves
+every comparison of a run (each tool batch compares again, from the start of the run).
 """
 
 from __future__ import annotations
@@ -52,12 +53,13 @@ def _join(rel_dir: str, name: str) -> str:
     return f"{rel_dir}/{name}" if rel_dir else name
 
 
-class _Baseline:
-    """Lookups in the snapshot's names, cached for one comparison."""
+class Baseline:
+    """Lookups in the snapshot's names, cached for the run: `children[d]` is what directory `d` held
+    at the baseline (a new directory held nothing then)."""
 
-    def __init__(self, names: bytearray) -> None:
+    def __init__(self, names: bytearray, top: dict[str, bytes]) -> None:
         self.names = names
-        self.children: dict[str, dict[str, bytes]] = {}
+        self.children: dict[str, dict[str, bytes]] = {"": top}  # listed at the baseline
 
     def load(self, dirs: set[str]) -> None:
         """The baseline's entries of every directory in `dirs` (one pass when there are many)."""
@@ -104,13 +106,16 @@ def _ancestors(rel: AnyStr) -> list[AnyStr]:
 
 
 def decide(
-    snap: StatSnapshot, files: dict[str, FileStat | None], dirs: set[str], gone: set[str]
+    snap: StatSnapshot,
+    base: Baseline,
+    files: dict[str, FileStat | None],
+    dirs: set[str],
+    gone: set[str],
 ) -> list[Change]:
-    """Changes, sorted by path. `files`: candidate files (with what a walk knew of them, or None);
-    `dirs`: directories whose entries may have changed; `gone`: directories to check whole."""
+    """Changes, sorted by path. `base`: the snapshot's baseline lookups; `files`: candidate files
+    (with what a walk knew of them, or None; added to); `dirs`: directories whose entries may have
+    changed; `gone`: directories to check whole."""
     root = str(snap.root)
-    base = _Baseline(snap.names)
-    base.children[""] = dict(snap.top)  # listed at the baseline: no search of all names
     deleted: set[str] = set()
     gone_dirs: set[str] = set()  # baseline directories no longer there
     whole = set(gone)

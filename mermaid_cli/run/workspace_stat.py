@@ -32,9 +32,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mermaid_cli.run.workspace_watch import TreeWatch
 from mermaid_cli.security.childenv import scrubbed_env
+
+if TYPE_CHECKING:
+    from mermaid_cli.run.workspace_compare import Baseline
 
 SKIP_DIRS = frozenset(
     {".git", ".mermaid", "__pycache__", "node_modules", ".venv", ".tox", ".mypy_cache", ".pytest_cache"}
@@ -278,6 +282,7 @@ class StatSnapshot:
                 self.watch = TreeWatch(root, dirs)
             except OSError:
                 self.watch = None  # no inotify, or too many directories: compare by walking
+        self.baseline: Baseline | None = None  # made at the first comparison, kept for the run
         self.since_ns = time.time_ns()  # any later change stamps a ctime from here on
         self.store = ContentStore()
         if self.names.count(b"\0f ") + self.names.count(b"\0l ") <= EAGER_FILES:
@@ -338,13 +343,16 @@ class StatSnapshot:
         """Candidates the kernel reported (see `workspace_watch`), or None: compare by walking."""
         found = self.watch.drain() if self.watch is not None else None
         if found is None:
+            self.stop_watching()  # events were lost: every later comparison walks anyway
             return None
         files, dirs, gone = found
-        return dict.fromkeys(files), set(dirs), set(gone)
+        return dict.fromkeys(files), dirs, gone  # `decide` adds to the files only
 
     def compare(self) -> list[Change]:
         found = self._reported()
         files, dirs, gone = found if found is not None else self._walked()
-        from mermaid_cli.run.workspace_compare import decide
+        from mermaid_cli.run.workspace_compare import Baseline, decide
 
-        return [c for c in decide(self, files, dirs, gone) if c.rel not in self.exclude]
+        if self.baseline is None:
+            self.baseline = Baseline(self.names, dict(self.top))
+        return [c for c in decide(self, self.baseline, files, dirs, gone) if c.rel not in self.exclude]
