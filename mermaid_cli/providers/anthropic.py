@@ -192,11 +192,20 @@ class AnthropicProvider:
         if self.endpoint.api_key:
             headers["x-api-key"] = self.endpoint.api_key
         headers.update(dict(self.endpoint.extra_headers))
-        beta = self._beta  # the native computer tool is a beta
-        if beta:
-            given = headers.get("anthropic-beta")
-            headers["anthropic-beta"] = f"{given},{beta}" if given and beta not in given else (given or beta)
+        betas = self.betas()
+        if betas:
+            headers["anthropic-beta"] = ",".join(betas)
         return headers
+
+    def betas(self) -> list[str]:
+        """The `anthropic-beta` values: those configured in `extra_headers`, then the ones this
+        body needs (the native computer tool, server-side compaction), each once."""
+        given = dict(self.endpoint.extra_headers).get("anthropic-beta", "")
+        out: list[str] = []
+        for beta in (*given.split(","), *(self._beta or "").split(",")):
+            if beta.strip() and beta.strip() not in out:
+                out.append(beta.strip())
+        return out
 
     @property
     def url(self) -> str:

@@ -161,7 +161,6 @@ class BedrockAnthropicProvider(AnthropicProvider):
 
     def __init__(self, endpoint: Endpoint, *, region: str, profile: str | None = None) -> None:
         super().__init__(endpoint)
-        self.region = region
         # a Bedrock API key (endpoint.api_key, from AWS_BEARER_TOKEN_BEDROCK) replaces SigV4
         self._sigv4 = None if endpoint.api_key else _SigV4(region, profile)
 
@@ -179,18 +178,11 @@ class BedrockAnthropicProvider(AnthropicProvider):
         body.pop("model")  # in the URL
         body.pop("stream")  # the endpoint says it
         out: dict[str, Any] = {"anthropic_version": BEDROCK_VERSION}
-        betas = [b for b in self._betas() if b]
+        betas = self.betas()
         if betas:
             out["anthropic_beta"] = betas
         out.update(body)  # `messages` stays last: the cached prefix is byte-stable
         return out
-
-    def _betas(self) -> list[str]:
-        given = dict(self.endpoint.extra_headers).get("anthropic-beta", "")
-        betas = [b.strip() for b in given.split(",")]
-        if self._beta and self._beta not in betas:
-            betas.append(self._beta)
-        return betas
 
     def headers(self) -> dict[str, str]:
         headers = super().headers()
@@ -271,8 +263,7 @@ def stream_exception(name: str, message: str) -> ProviderError:
 async def _http_error(provider: str, response: httpx.Response) -> ProviderError:
     """A non-2xx reply: `{"message": ...}` with the type in `x-amzn-ErrorType`, read as the
     Anthropic error of the same status (429/5xx retried, 401/403 auth, 404 unknown model)."""
-    raw = (await response.aread()).decode("utf-8", "replace")
     kind = (response.headers.get("x-amzn-errortype") or "").split(":", 1)[0] or None
-    message = _message(raw.encode())
+    message = _message(await response.aread())
     shaped = json.dumps({"error": {"type": kind, "message": f"{kind}: {message}" if kind else message}})
     return map_http_error(provider, response.status_code, shaped, response.headers)

@@ -48,15 +48,23 @@ class Frame:
         return self.header(":message-type") or "event"
 
 
+#: the fixed-size header value types (byte, short, integer, long, timestamp)
+_FIXED = {
+    2: struct.Struct(">b"),
+    3: struct.Struct(">h"),
+    4: struct.Struct(">i"),
+    5: struct.Struct(">q"),
+    8: struct.Struct(">q"),
+}
+
+
 def _header_value(data: bytes, pos: int, kind: int) -> tuple[HeaderValue, int]:
     if kind in (0, 1):
         return kind == 0, pos
-    fixed = {2: ">b", 3: ">h", 4: ">i", 5: ">q", 8: ">q"}
-    if kind in fixed:
-        fmt = fixed[kind]
-        size = struct.calcsize(fmt)
-        (number,) = struct.unpack_from(fmt, data, pos)
-        return int(number), pos + size
+    fixed = _FIXED.get(kind)
+    if fixed is not None:
+        (number,) = fixed.unpack_from(data, pos)
+        return int(number), pos + fixed.size
     if kind in (6, 7):
         (length,) = struct.unpack_from(">H", data, pos)
         raw = data[pos + 2 : pos + 2 + length]

@@ -241,14 +241,12 @@ def model_facts(model_id: str, settings: Settings) -> ModelFacts:
         # `us.anthropic.claude-sonnet-4-5-20250929-v1:0`: the Anthropic row of the same model; a
         # `[pricing]` row for the Bedrock id (a regional endpoint's price) replaces only its price
         from mermaid_cli.providers.bedrock import table_model
-        from mermaid_cli.providers.models import price_from_settings
 
-        facts = facts_for(f"anthropic/{table_model(model)}", models, pricing)
+        first = f"anthropic/{table_model(model)}"
         if model_id in pricing:
-            price = price_from_settings(pricing[model_id])
-            facts = facts.model_copy(update={"price": price, "long_context": None})
-        return facts
-    return facts_for(model_id, getattr(settings, "models", None), getattr(settings, "pricing", None))
+            pricing = {**pricing, first: pricing[model_id]}
+        return facts_for(first, models, pricing)
+    return facts_for(model_id, models, pricing)
 
 
 def _in_config(settings: Settings, model_id: str) -> bool:
