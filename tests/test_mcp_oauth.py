@@ -12,8 +12,8 @@ import pytest
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.core.errors import UsageError
-from mermaid_cli.integrations.mcp.oauth import KEYRING_SERVICE, load_entry, save_entry
 from mermaid_cli.integrations.mcp.oauth_flow import login
+from mermaid_cli.integrations.mcp.oauth_store import KEYRING_SERVICE, load_entry, save_entry
 from mermaid_cli.tools.base import ToolContext
 from tests import mcp_oauth_helpers
 from tests.mcp_helpers import free_port, start_http, stop

@@ -16,8 +16,9 @@ from conftest import calls, run_mermaid, say, write_script
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.core.errors import UsageError
-from mermaid_cli.integrations.mcp.oauth import DEFAULT_CLIENT_METADATA_URL, load_entry
+from mermaid_cli.integrations.mcp.oauth import DEFAULT_CLIENT_METADATA_URL
 from mermaid_cli.integrations.mcp.oauth_flow import login
+from mermaid_cli.integrations.mcp.oauth_store import load_entry
 from mermaid_cli.tools.base import ToolContext
 from tests import mcp_oauth_helpers
 from tests.mcp_helpers import PY, free_port, start_http, stop

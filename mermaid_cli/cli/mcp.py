@@ -236,7 +236,7 @@ def known_cmd(as_json: bool) -> None:
 @click.argument("name")
 def remove_cmd(name: str) -> None:
     """Remove a server and its stored sign-in."""
-    from mermaid_cli.integrations.mcp.oauth import delete_entry
+    from mermaid_cli.integrations.mcp.oauth_store import delete_entry
 
     path = user_config_path()
     data = read_config(path)
@@ -255,7 +255,7 @@ async def probe_servers(servers: dict[str, McpServerSettings], timeout: float | 
     """Connect briefly to every server; one status dict each (name, status, protocol_version,
     tools, prompts, resources, error, transport, target, signed_in)."""
     from mermaid_cli.integrations.mcp.manager import McpManager
-    from mermaid_cli.integrations.mcp.oauth import signed_in
+    from mermaid_cli.integrations.mcp.oauth_store import signed_in
 
     bounded = {
         name: cfg.model_copy(update={"startup_timeout_secs": min(cfg.startup_timeout_secs, timeout or 1e9)})
@@ -342,7 +342,7 @@ def login_cmd(name: str, paste: bool) -> None:
 @click.argument("name")
 def logout_cmd(name: str) -> None:
     """Forget the stored sign-in of a server."""
-    from mermaid_cli.integrations.mcp.oauth import delete_entry
+    from mermaid_cli.integrations.mcp.oauth_store import delete_entry
 
     if delete_entry(name):
         click.echo(f"Signed out of MCP server {name!r}.", err=True)

@@ -181,7 +181,7 @@ class McpManager:
             self._note_connection_lost(srv, exc)
             # a 403 insufficient_scope reaches us as the transport's generic error; the sign-in
             # provider knows the scopes asked for and the command to run
-            refusal = getattr(srv.auth, "step_up_refusal", None)
+            refusal = srv.auth.step_up_refusal if srv.auth is not None else None
             if refusal:
                 srv.auth.step_up_refusal = None
                 return ToolResult.error(f"MCP tool {server}/{raw_name} failed: {refusal}")
@@ -232,7 +232,7 @@ class McpManager:
 def _scrub(srv: ServerHandle, result: ToolResult) -> ToolResult:
     """A server that echoes our OAuth tokens back (by bug or on purpose) must not put them in the
     transcript: they are not in the environment, so the run's redactor does not know them."""
-    secrets = srv.auth.secrets() if srv.auth is not None and hasattr(srv.auth, "secrets") else []
+    secrets = srv.auth.secrets() if srv.auth is not None else []
     if not any(s in result.content or s in result.summary for s in secrets):
         return result
     from mermaid_cli.security.redact import Redactor

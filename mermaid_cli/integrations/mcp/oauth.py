@@ -17,36 +17,7 @@ import os
 from typing import Any
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
-from mermaid_cli.integrations.mcp.oauth_store import (
-    KEYRING_SERVICE,
-    KeyringTokenStorage,
-    account,
-    delete_entry,
-    load_entry,
-    pending_scope,
-    record_step_up,
-    save_entry,
-    signed_in,
-    union_scopes,
-)
-
-__all__ = [
-    "DEFAULT_CLIENT_METADATA_URL",
-    "KEYRING_SERVICE",
-    "RUNTIME_REDIRECT",
-    "KeyringTokenStorage",
-    "McpLoginRequired",
-    "account",
-    "client_metadata_url",
-    "delete_entry",
-    "load_entry",
-    "login_hint",
-    "make_provider",
-    "pending_scope",
-    "runtime_auth",
-    "save_entry",
-    "signed_in",
-]
+from mermaid_cli.integrations.mcp.oauth_store import KeyringTokenStorage, record_step_up, union_scopes
 
 RUNTIME_REDIRECT = "http://127.0.0.1/callback"
 #: Mermaid's Client ID Metadata Document (draft-ietf-oauth-client-id-metadata-document): the URL is

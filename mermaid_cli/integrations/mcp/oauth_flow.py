@@ -205,8 +205,8 @@ async def login(
         except TimeoutError:
             raise RuntimeError(f"no sign-in within {timeout_secs:g} s") from None
         check_response(params, sent_state[0], provider.context.oauth_metadata, bare=bare)
-        state = sent_state[0] if bare else params.get("state")
-        return AuthorizationCodeResult(code=params["code"], state=state, iss=params.get("iss"))
+        # checked: the state is this sign-in's (a bare code carries none)
+        return AuthorizationCodeResult(code=params["code"], state=sent_state[0], iss=params.get("iss"))
 
     provider = make_provider(name, cfg, redirect_uri, on_redirect, on_callback)
     provider.extra_scope = step_up

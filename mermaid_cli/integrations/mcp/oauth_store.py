@@ -13,7 +13,7 @@ import json
 import time
 from typing import Any
 
-KEYRING_SERVICE = "mermaid"
+from mermaid_cli.security.keys import SERVICE as KEYRING_SERVICE
 
 
 def account(name: str) -> str:
@@ -29,14 +29,11 @@ def keyring_available() -> bool:
 
 
 def load_entry(name: str) -> dict[str, Any] | None:
-    if not keyring_available():
-        return None
-    try:
-        import keyring
+    import os
 
-        raw = keyring.get_password(KEYRING_SERVICE, account(name))
-    except Exception:  # noqa: BLE001 - no keyring backend is "not signed in"
-        return None
+    from mermaid_cli.security.keys import keyring_get
+
+    raw = keyring_get(account(name), os.environ)  # no keyring backend is "not signed in"
     if not raw:
         return None
     try:
@@ -70,9 +67,15 @@ def delete_entry(name: str) -> bool:
     return True
 
 
-def signed_in(name: str, url: str) -> bool:
+def entry_for(name: str, url: str) -> dict[str, Any] | None:
+    """The stored sign-in of `name` when it was made for `url` (tokens for another URL are ignored)."""
     entry = load_entry(name)
-    return bool(entry and entry.get("server_url") == url and entry.get("tokens"))
+    return entry if entry and entry.get("server_url") == url else None
+
+
+def signed_in(name: str, url: str) -> bool:
+    entry = entry_for(name, url)
+    return bool(entry and entry.get("tokens"))
 
 
 class KeyringTokenStorage:
@@ -84,10 +87,7 @@ class KeyringTokenStorage:
         self.configured_client = configured_client
 
     def _entry(self) -> dict[str, Any]:
-        entry = load_entry(self.name)
-        if not entry or entry.get("server_url") != self.url:
-            return {"server_url": self.url}
-        return entry
+        return entry_for(self.name, self.url) or {"server_url": self.url}
 
     def expires_at(self) -> float | None:
         value = self._entry().get("expires_at")
@@ -164,13 +164,13 @@ def record_step_up(name: str, url: str, scope: str | None) -> str | None:
     """Remember the scopes a server asked for (403 insufficient_scope) on top of those granted, so
     the next interactive sign-in requests their union; returns that union. Nothing is stored when
     there is no sign-in for this URL (the run's message still names the scopes)."""
-    entry = load_entry(name)
-    if not entry or entry.get("server_url") != url:
+    entry = entry_for(name, url)
+    if entry is None:
         return union_scopes(scope)
     tokens = entry.get("tokens") or {}
     granted = tokens.get("scope") if isinstance(tokens, dict) else None
     wanted = union_scopes(entry.get("step_up_scope"), granted, scope)
-    if wanted != entry.get("step_up_scope") and keyring_available():
+    if wanted != entry.get("step_up_scope"):
         entry["step_up_scope"] = wanted
         try:
             save_entry(name, entry)
@@ -181,8 +181,6 @@ def record_step_up(name: str, url: str, scope: str | None) -> str | None:
 
 def pending_scope(name: str, url: str) -> str | None:
     """The scopes a past `403 insufficient_scope` asked for (with those granted then), if any."""
-    entry = load_entry(name)
-    if not entry or entry.get("server_url") != url:
-        return None
-    value = entry.get("step_up_scope")
+    entry = entry_for(name, url)
+    value = entry.get("step_up_scope") if entry is not None else None
     return value if isinstance(value, str) and value else None
