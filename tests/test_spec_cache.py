@@ -9,8 +9,9 @@ from conftest import run_inprocess
 from provider_fixtures import FakeProviderServer, fake_env
 
 from mermaid_cli.config.loader import Settings, data_dir
-from mermaid_cli.run.assemble import build_registry
+from mermaid_cli.run.assemble import build_registry, tool_groups
 from mermaid_cli.tools import spec_cache
+from mermaid_cli.tools.filters import ToolFilter
 
 ANSWER = [
     {
@@ -35,23 +36,76 @@ def test_warm_cache_sends_the_same_request_as_a_cold_run(project, isolated_env):
     assert list((data_dir() / "cache" / "tool-specs").glob("*.json"))
 
 
-def test_cached_registry_loads_the_real_tools_on_first_use(tmp_path):
+def counted_groups(settings: Settings, loads: list[str]) -> spec_cache.ToolGroups:
+    """The run's tool groups, each recording its name in `loads` when it loads."""
     import os
 
-    settings = Settings()
-    real = build_registry(settings, os.environ, interactive=False)
-    spec_cache.save(tmp_path, "k", real)
-    specs, absent = spec_cache.load(tmp_path, "k")
-    loads = []
+    def counted(name: str, load):  # type: ignore[no-untyped-def]
+        def run():  # type: ignore[no-untyped-def]
+            loads.append(name)
+            return load()
 
-    def loader():
-        loads.append(1)
-        return build_registry(settings, os.environ, interactive=False)
+        return run
 
-    cached = spec_cache.CachedRegistry(specs, absent, loader)
+    groups = tool_groups(settings, os.environ, interactive=False)
+    return {name: counted(name, load) for name, load in groups.items()}
+
+
+def cached_pair(tmp_path, settings: Settings | None = None):  # type: ignore[no-untyped-def]
+    """A fully built registry, and a CachedRegistry over its saved entry with counted groups."""
+    settings = settings or Settings()
+    real, group_of = spec_cache.build(counted_groups(settings, []), ToolFilter(settings.tools))
+    spec_cache.save(tmp_path, "k", real, group_of)
+    entry = spec_cache.load(tmp_path, "k")
+    assert entry is not None
+    loads: list[str] = []
+    cached = spec_cache.CachedRegistry(entry, counted_groups(settings, loads), ToolFilter(settings.tools))
+    return real, cached, loads
+
+
+def test_cached_registry_loads_only_the_group_of_the_tool_called(tmp_path):
+    real, cached, loads = cached_pair(tmp_path)
     assert cached.specs() == real.specs() and cached.names() == real.names() and not loads
-    assert cached.get("read_file") is not None and loads == [1]
-    assert cached.specs() == real.specs()
+    assert "read_file" in cached and len(cached) == len(real) and not loads
+    assert cached.get("execute_command") is not None and loads == ["shell"]
+    assert cached.get("background_process") is not None and loads == ["shell"]
+    assert cached.get("read_file") is not None and loads == ["shell", "files"]
+    assert not cached.loaded and cached.specs() == real.specs()
+    # a tool that is no built-in (a dynamic one, or one the model made up) loads nothing
+    assert cached.get("no_such_tool") is None and loads == ["shell", "files"]
+    # the whole list loads what is left, once, and keeps the registry's order
+    assert [t.name for t in cached.current()] == [t.name for t in real.current()]
+    assert cached.loaded and sorted(loads) == sorted(set(loads)) and len(loads) == len(spec_cache_groups())
+
+
+def spec_cache_groups() -> list[str]:
+    import os
+
+    return list(tool_groups(Settings(), os.environ, interactive=False))
+
+
+def test_a_group_keeps_the_tools_filter(tmp_path):
+    """A tool `[tools]` turned off stays off when its group loads for a sibling."""
+    settings = Settings.model_validate({"tools": {"disabled": ["background_process"]}})
+    real, cached, loads = cached_pair(tmp_path, settings)
+    assert "background_process" not in real.names() and "background_process" in cached.absent
+    assert cached.get("execute_command") is not None and loads == ["shell"]
+    assert cached.get("background_process") is None
+    from mermaid_cli.core.types import ToolCallBlock, ToolResult
+
+    bound = cached.bind(ToolCallBlock(id="c1", name="background_process", arguments={}))
+    assert (
+        isinstance(bound, ToolResult)
+        and bound.is_error
+        and bound.content == cached.absent["background_process"]
+    )
+
+
+def test_an_entry_without_groups_is_a_miss(tmp_path):
+    real = build_registry(Settings(), {}, interactive=False)
+    data = {"specs": [s.model_dump(mode="json") for s in real.specs()], "absent": real.absent}
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    assert spec_cache.load(tmp_path, "old") is None
 
 
 def test_key_changes_with_what_decides_the_tool_set():
@@ -72,21 +126,14 @@ def test_a_corrupt_cache_file_is_ignored(tmp_path):
 
 def test_loaded_built_ins_keep_the_cached_specs(tmp_path, monkeypatch):
     """The first tool call loads the real tools; their schemas are not rebuilt for the next turn."""
-    import os
-
     from mermaid_cli.tools import base
 
-    settings = Settings()
-    real = build_registry(settings, os.environ, interactive=False)
-    spec_cache.save(tmp_path, "k", real)
-    specs, absent = spec_cache.load(tmp_path, "k")
+    real, cached, _ = cached_pair(tmp_path)
+    specs = cached.specs()
     monkeypatch.setattr(base, "_SPECS", {})  # a fresh process: no schema built yet
     built = []
     monkeypatch.setattr(base, "schema_of", lambda model: built.append(model) or {})
-    cached = spec_cache.CachedRegistry(
-        specs, absent, lambda: build_registry(settings, os.environ, interactive=False)
-    )
-    assert cached.get("read_file") is not None and cached.loaded
+    assert cached.get("read_file") is not None and cached.current() and cached.loaded
     after = cached.specs()
     assert after == specs and all(a is b for a, b in zip(after, specs, strict=True))
     assert built == []

@@ -45,64 +45,97 @@ if TYPE_CHECKING:
     from mermaid_cli.run.lineage import AgentType
     from mermaid_cli.store.sessions import SessionWriter
     from mermaid_cli.tools.base import ToolContext, ToolRegistry
+    from mermaid_cli.tools.spec_cache import GroupTools, ToolGroups
+
+
+def tool_groups(
+    settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
+) -> ToolGroups:
+    """The built-in tools a run offers under `settings`, by catalog, each imported only when its
+    loader runs (MCP tools join once servers start); `vision`: the model accepts images."""
+    network = settings.safety.network != "deny"
+
+    def files() -> GroupTools:
+        from mermaid_cli.tools.catalog_files import file_tools
+
+        return file_tools(), {}
+
+    def shell() -> GroupTools:
+        from mermaid_cli.tools.catalog_shell import shell_tools
+
+        return shell_tools(), {}
+
+    def web() -> GroupTools:
+        from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
+
+        return (
+            web_tools(settings, env, network_allowed=network),
+            omitted_web_tools(settings, env, network_allowed=network),
+        )
+
+    def longrun() -> GroupTools:
+        from mermaid_cli.tools.catalog_longrun import longrun_tools
+
+        return longrun_tools(interactive=interactive, memory_enabled=settings.memory.enabled), {}
+
+    def images() -> GroupTools:
+        from mermaid_cli.tools.render_image import image_tools
+
+        return image_tools(vision=vision)
+
+    def computer() -> GroupTools:
+        from mermaid_cli.tools.catalog_computer import computer_tools
+
+        return computer_tools(settings, env)
+
+    return {
+        "files": files,
+        "shell": shell,
+        "web": web,
+        "longrun": longrun,
+        "images": images,
+        "computer": computer,
+    }
 
 
 def build_registry(
     settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
 ) -> ToolRegistry:
-    """The built-in tools a run offers under `settings` (MCP tools join once servers start);
-    `vision`: the model accepts images (`render_image`)."""
-    from mermaid_cli.tools.base import ToolRegistry
-    from mermaid_cli.tools.catalog_computer import computer_tools
-    from mermaid_cli.tools.catalog_files import file_tools
-    from mermaid_cli.tools.catalog_longrun import longrun_tools
-    from mermaid_cli.tools.catalog_shell import shell_tools
-    from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
+    """The built-in tools a run offers under `settings`, all loaded, `[tools]` filters applied."""
     from mermaid_cli.tools.filters import ToolFilter
-    from mermaid_cli.tools.render_image import image_tools
+    from mermaid_cli.tools.spec_cache import build
 
-    network = settings.safety.network != "deny"
-    tools = [*file_tools(), *shell_tools()]
-    tools += web_tools(settings, env, network_allowed=network)
-    tools += longrun_tools(interactive=interactive, memory_enabled=settings.memory.enabled)
-    absent = omitted_web_tools(settings, env, network_allowed=network)
-    screen_tools, screen_absent = computer_tools(settings, env)
-    images, images_absent = image_tools(vision=vision)
-    registry = ToolRegistry(
-        [*tools, *images, *screen_tools], absent={**absent, **images_absent, **screen_absent}
-    )
-    registry.apply_filter(ToolFilter(settings.tools))  # [tools] enabled/disabled/categories
-    return registry
+    groups = tool_groups(settings, env, interactive=interactive, vision=vision)
+    return build(groups, ToolFilter(settings.tools))[0]
 
 
 def cached_registry(
     settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
 ) -> ToolRegistry:
-    """The built-in tools. With a warm spec cache the tool modules load at the first tool call,
+    """The built-in tools. With a warm spec cache each tool's catalog loads at its first call,
     off the path to the first request."""
     from mermaid_cli.config.loader import data_dir
     from mermaid_cli.tools import spec_cache
+    from mermaid_cli.tools.filters import ToolFilter
 
-    def build() -> ToolRegistry:
-        return build_registry(settings, env, interactive=interactive, vision=vision)
-
+    groups = tool_groups(settings, env, interactive=interactive, vision=vision)
+    tool_filter = ToolFilter(settings.tools)
     if settings.tools.computer:
-        return build()  # its spec carries the size of the screen it found: never cached
+        # its spec carries the size of the screen it found: never cached
+        return spec_cache.build(groups, tool_filter)[0]
     try:
         key = spec_cache.cache_key(settings, env, interactive=interactive, vision=vision)
     except OSError:
-        return build()
+        return spec_cache.build(groups, tool_filter)[0]
     cache_dir = data_dir(env) / "cache" / "tool-specs"
     cached = spec_cache.load(cache_dir, key)
     if cached is None and (cached := spec_cache.load(spec_cache.SHARED_DIR, key)) is not None:
         spec_cache.adopt(spec_cache.SHARED_DIR, cache_dir, key)
     if cached is not None:
-        from mermaid_cli.tools.filters import ToolFilter
-
-        return spec_cache.CachedRegistry(cached[0], cached[1], build, ToolFilter(settings.tools))
-    registry = build()
-    spec_cache.save(cache_dir, key, registry)
-    spec_cache.save(spec_cache.SHARED_DIR, key, registry)
+        return spec_cache.CachedRegistry(cached, groups, tool_filter)
+    registry, group_of = spec_cache.build(groups, tool_filter)
+    spec_cache.save(cache_dir, key, registry, group_of)
+    spec_cache.save(spec_cache.SHARED_DIR, key, registry, group_of)
     return registry
 
 

@@ -1,5 +1,6 @@
 """A disk cache of the built-in tools' specs, so a run can send its first request before the tool
-modules are imported (they load at the first tool call, while the model is still answering).
+modules are imported. A tool's group (its catalog module) loads when the model first calls one of
+its tools, while the model is still answering; groups nobody calls are never imported.
 
 The key covers everything that decides which tools are offered and what their schemas say: the
 Mermaid version, the size and mtime of every module that defines a tool or its settings, and the
@@ -18,6 +19,12 @@ from pathlib import Path
 from mermaid_cli.config.loader import Settings
 from mermaid_cli.core.types import ToolSpec
 from mermaid_cli.tools.base import Tool, ToolRegistry
+
+#: what a group loader returns: its tools, and the tools it deliberately leaves out (with the reason)
+GroupTools = tuple[list[Tool], dict[str, str]]
+#: the built-in tools by group (catalog), in the order the registry offers them; each loader
+#: imports its catalog only when called
+ToolGroups = Mapping[str, Callable[[], GroupTools]]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("tools", "integrations/web", "config/sections")
@@ -48,16 +55,31 @@ def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool, 
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def load(cache_dir: Path, key: str) -> tuple[list[ToolSpec], dict[str, str]] | None:
+class Entry:
+    """A cache entry: the offered specs in order, the absent tools, and each tool's group."""
+
+    def __init__(self, specs: list[ToolSpec], absent: dict[str, str], group_of: dict[str, str]) -> None:
+        self.specs, self.absent, self.group_of = specs, absent, group_of
+
+
+def load(cache_dir: Path, key: str) -> Entry | None:
     try:
         data = json.loads((cache_dir / f"{key}.json").read_text(encoding="utf-8"))
-        return [ToolSpec.model_validate(s) for s in data["specs"]], dict(data["absent"])
+        specs = [ToolSpec.model_validate(s) for s in data["specs"]]
+        group_of = {str(k): str(v) for k, v in dict(data["groups"]).items()}
+        if any(s.name not in group_of for s in specs):
+            return None  # every cached tool must say which group loads it
+        return Entry(specs, dict(data["absent"]), group_of)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def save(cache_dir: Path, key: str, registry: ToolRegistry) -> None:
-    data = {"specs": [s.model_dump(mode="json") for s in registry.specs()], "absent": registry.absent}
+def save(cache_dir: Path, key: str, registry: ToolRegistry, group_of: Mapping[str, str]) -> None:
+    data = {
+        "specs": [s.model_dump(mode="json") for s in registry.specs()],
+        "absent": registry.absent,
+        "groups": {name: group_of[name] for name in registry.names() if name in group_of},
+    }
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = cache_dir / f".{key}.{os.getpid()}.tmp"
@@ -78,34 +100,58 @@ def adopt(source: Path, cache_dir: Path, key: str) -> None:
         pass
 
 
-class CachedRegistry(ToolRegistry):
-    """Offers the cached specs until a tool is needed, then loads the real tools."""
+def build(groups: ToolGroups, tool_filter: object) -> tuple[ToolRegistry, dict[str, str]]:
+    """Every group's tools in one registry, `tool_filter` applied, and each tool's group."""
+    registry, group_of = ToolRegistry(), {}
+    for group, load_group in groups.items():
+        tools, absent = load_group()
+        for tool in tools:
+            registry.register(tool)
+            group_of[tool.name] = group
+        registry.absent.update(absent)
+    registry.apply_filter(tool_filter)
+    return registry, group_of
 
-    def __init__(
-        self,
-        specs: list[ToolSpec],
-        absent: dict[str, str],
-        loader: Callable[[], ToolRegistry],
-        tool_filter: object = None,
-    ) -> None:
-        super().__init__([], absent)
+
+class CachedRegistry(ToolRegistry):
+    """Offers the cached specs; a built-in tool's group loads when that tool is first needed."""
+
+    def __init__(self, entry: Entry, groups: ToolGroups, tool_filter: object = None) -> None:
+        super().__init__([], entry.absent)
         self.filter = tool_filter  # MCP tools that join before the real tools load pass it too
-        self._cached = specs
-        self._cached_by_name = {s.name: s for s in specs}
-        self._loader: Callable[[], ToolRegistry] | None = loader
+        self._cached = entry.specs
+        self._cached_by_name = {s.name: s for s in entry.specs}
+        self._group_of = entry.group_of
+        self._groups = groups
+        self._loaded_groups: set[str] = set()
+
+    def _load_group(self, group: str) -> None:
+        if group in self._loaded_groups:
+            return
+        self._loaded_groups.add(group)
+        tools, _ = self._groups[group]()  # its absent tools are in the cached entry already
+        for tool in tools:
+            if tool.name not in self._cached_by_name:
+                continue  # the cached specs are what was offered after the [tools] filter
+            admitted = self._admit(tool)
+            if admitted is not None:
+                self._tools[tool.name] = admitted
+        # keep the registry's order (the cached one) whatever order the groups load in
+        self._tools = {s.name: self._tools[s.name] for s in self._cached if s.name in self._tools}
 
     def _load(self) -> None:
-        if self._loader is not None:
-            real, self._loader = self._loader(), None
-            self._tools, self.absent, self.filter = real._tools, real.absent, real.filter
+        for group in self._groups:
+            self._load_group(group)
 
     @property
     def loaded(self) -> bool:
-        return self._loader is None
+        return self._loaded_groups.issuperset(self._groups)
 
     def get(self, name: str) -> Tool | None:
-        self._load()
-        return super().get(name)
+        group = self._group_of.get(name)
+        if group is not None and name in self._cached_by_name:
+            self._load_group(group)
+        return super().get(name)  # not a built-in: the dynamic sources need no built-in loaded
 
     def current(self) -> list[Tool]:
         self._load()
@@ -114,12 +160,8 @@ class CachedRegistry(ToolRegistry):
     def specs(self) -> list[ToolSpec]:
         from mermaid_cli.tools.call_options import advertise
 
-        if self.loaded:
-            # The loaded built-ins' specs are the cached ones (the key covers their sources and
-            # settings): reused, not rebuilt from their schemas at the first tool call.
-            built_in = [self._cached_by_name.get(t.name) or advertise(t.spec()) for t in self._tools.values()]
-            return [*built_in, *(advertise(t.spec()) for t in self._dynamic_tools())]
-
+        # The built-ins' specs are the cached ones (the key covers their sources and settings),
+        # loaded or not: never rebuilt from their schemas at the first tool call.
         extra = [advertise(t.spec()) for t in self._dynamic_tools() if t.name not in self._cached_by_name]
         return [*self._cached, *extra]
 
@@ -127,9 +169,7 @@ class CachedRegistry(ToolRegistry):
         return [s.name for s in self.specs()]
 
     def __contains__(self, name: str) -> bool:
-        self._load()
-        return super().__contains__(name)
+        return name in self._cached_by_name  # the built-ins offered, loaded or not
 
     def __len__(self) -> int:
-        self._load()
-        return super().__len__()
+        return len(self._cached)
