@@ -132,6 +132,10 @@ def map_stream_error(provider: str, payload: dict[str, Any]) -> ProviderError:
 
 
 def map_transport_error(provider: str, url: str, exc: Exception) -> ProviderError:
+    from mermaid_cli.providers import wire
+
+    if isinstance(exc, wire.WireError):
+        return _map_wire_error(provider, url, exc)
     import httpx
 
     if isinstance(exc, httpx.ConnectError) and _refused(exc):
@@ -149,6 +153,19 @@ def map_transport_error(provider: str, url: str, exc: Exception) -> ProviderErro
     return Retryable(
         f"{provider}: connection to {url} failed: {type(exc).__name__}: {exc}", code="connection"
     )
+
+
+def _map_wire_error(provider: str, url: str, exc: Exception) -> ProviderError:
+    """The same reading as httpx's failures below, for Mermaid's own client (`wire.py`)."""
+    from mermaid_cli.providers import wire
+
+    if isinstance(exc, wire.ConnectFailed) and exc.refused:
+        return ProviderError(f"{provider}: cannot connect to {url}: {exc}", code="connect")
+    if isinstance(exc, wire.ConnectFailed):
+        return Retryable(f"{provider}: cannot connect to {url}: {exc}", code="connect_retry")
+    if isinstance(exc, wire.WireTimeout):
+        return Retryable(f"{provider}: request to {url} timed out", code="timeout")
+    return Retryable(f"{provider}: connection to {url} failed: {exc}", code="connection")
 
 
 def _refused(exc: BaseException) -> bool:

@@ -6,8 +6,8 @@ the whole turn: nothing of a failed attempt reaches the returned `ModelTurn`. De
 attempt already streamed to the sink stay streamed, so a consumer may see text repeat after a
 `sink.retry(...)` call; that call is the marker to reset any partial display.
 
-httpx is imported inside functions: this module is imported by `create_provider`, which the CLI
-loads only for a real run.
+Requests go out through Mermaid's own HTTP/1.1 client (`wire.py`); httpx, imported inside functions,
+only when a proxy is configured and for Bedrock.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from mermaid_cli.providers.base import TurnSink
     from mermaid_cli.providers.models import ModelFacts
+    from mermaid_cli.providers.wire import WireClient
 
 T = TypeVar("T")
 
@@ -139,8 +140,19 @@ async def with_retries(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: environment variables that name a proxy (any case): with one set, requests go through httpx
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def proxy_configured(env: Mapping[str, str]) -> bool:
+    """Whether the environment names a proxy (`NO_PROXY` alone names none)."""
+    return any(env.get(name) or env.get(name.upper()) for name in PROXY_VARIABLES)
+
+
 class HttpTransport:
-    """One lazily created httpx.AsyncClient per provider, and the streaming POST all clients use."""
+    """The streaming POST all clients use: Mermaid's own HTTP/1.1 client (`wire.py`) for a direct
+    connection; httpx, created lazily, when a proxy is configured (it speaks HTTP(S)_PROXY and
+    NO_PROXY) and for Bedrock's signed requests."""
 
     def __init__(
         self,
@@ -151,6 +163,8 @@ class HttpTransport:
         timeout: float = 600.0,
         connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
+        import os
+
         self.provider = provider
         #: started now, so an https endpoint's CA bundle loads while the run assembles
         self._tls = TlsContext(base_url)
@@ -158,16 +172,17 @@ class HttpTransport:
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._client: httpx.AsyncClient | None = None
+        self._direct: WireClient | None = None
+        self._proxied = proxy_configured(os.environ)
 
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
             import socket
-            import urllib.request
 
             import httpx
 
             timeout = httpx.Timeout(self._timeout, connect=self._connect_timeout)
-            if urllib.request.getproxies():
+            if self._proxied:
                 # httpx applies HTTP(S)_PROXY / NO_PROXY only to a client without its own transport;
                 # the proxy itself may speak TLS, so this client always trusts the CA bundle
                 verify = self._tls.get() if not self._tls.plain else verified_context()
@@ -186,8 +201,42 @@ class HttpTransport:
                 )
         return self._client
 
+    def direct(self) -> WireClient | None:
+        """The client for a direct connection; None when a proxy is configured."""
+        if self._direct is None and not self._proxied:
+            from mermaid_cli import __version__
+            from mermaid_cli.providers.wire import WireClient
+
+            self._direct = WireClient(
+                self._tls.get,
+                timeout=self._timeout,
+                connect_timeout=self._connect_timeout,
+                user_agent=f"Mermaid/{__version__}",
+            )
+        return self._direct
+
     async def stream_events(self, url: str, headers: dict[str, str], body: bytes) -> AsyncIterator[SSEEvent]:
         """POST `body` and yield SSE events. Non-2xx → mapped error; transport failure → mapped error."""
+        direct = self.direct()
+        if direct is None:
+            async for event in self._stream_proxied(url, headers, body):
+                yield event
+            return
+        from mermaid_cli.providers.wire import WireError
+
+        try:
+            async with direct.request("POST", url, headers, body) as response:
+                if response.status >= 300:
+                    raw = (await response.read()).decode("utf-8", "replace")
+                    raise map_http_error(self.provider, response.status, raw, response.headers)
+                async for event in iter_sse(response.lines()):
+                    yield event
+        except WireError as exc:
+            raise map_transport_error(self.provider, url, exc) from None
+
+    async def _stream_proxied(
+        self, url: str, headers: dict[str, str], body: bytes
+    ) -> AsyncIterator[SSEEvent]:
         import httpx
 
         client = self.client()
@@ -203,26 +252,61 @@ class HttpTransport:
 
     async def post_json(self, url: str, headers: dict[str, str], body: bytes) -> Any:
         """POST `body` and return the parsed JSON response (a request sent with `stream: false`)."""
-        import httpx
-
-        client = self.client()
+        status, text, response_headers = await self._post(
+            url, {**headers, "accept": "application/json"}, body
+        )
+        if status >= 300:
+            raise map_http_error(self.provider, status, text, response_headers)
         try:
-            response = await client.post(url, headers={**headers, "accept": "application/json"}, content=body)
-        except httpx.HTTPError as exc:
-            raise map_transport_error(self.provider, url, exc) from None
-        if response.status_code >= 300:
-            raise map_http_error(self.provider, response.status_code, response.text, response.headers)
-        try:
-            return response.json()
+            return json.loads(text)
         except ValueError:
             raise Retryable(
-                f"{self.provider}: the response is not JSON: {response.text[:200]!r}", code="bad_response"
+                f"{self.provider}: the response is not JSON: {text[:200]!r}", code="bad_response"
             ) from None
 
+    async def _post(
+        self, url: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, str, Mapping[str, str]]:
+        direct = self.direct()
+        if direct is not None:
+            from mermaid_cli.providers.wire import WireError
+
+            try:
+                async with direct.request("POST", url, headers, body) as response:
+                    raw = await response.read()
+            except WireError as exc:
+                raise map_transport_error(self.provider, url, exc) from None
+            charset = _charset(response.headers.get("content-type", ""))
+            return response.status, raw.decode(charset, "replace"), response.headers
+        import httpx
+
+        try:
+            proxied = await self.client().post(url, headers=headers, content=body)
+        except httpx.HTTPError as exc:
+            raise map_transport_error(self.provider, url, exc) from None
+        return proxied.status_code, proxied.text, proxied.headers
+
     async def aclose(self) -> None:
+        if self._direct is not None:
+            await self._direct.aclose()
+            self._direct = None
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _charset(content_type: str) -> str:
+    """The charset a Content-Type names, if Python knows it; UTF-8 otherwise (JSON's own)."""
+    import codecs
+
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.strip().partition("=")
+        if name.lower() == "charset" and value:
+            try:
+                return codecs.lookup(value.strip('"')).name
+            except LookupError:
+                break
+    return "utf-8"
 
 
 @dataclass(frozen=True)

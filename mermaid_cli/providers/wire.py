@@ -1,0 +1,362 @@
+"""A small HTTP/1.1 client for the model APIs, on asyncio streams: what the provider clients need and
+nothing more (issue 23: httpx costs a run ~150 M instructions of imports before its first request).
+
+One kept-alive connection per origin; a request goes out as one write (head and body); a response
+body is read by `Content-Length`, chunked, or until the server closes, and gzip/deflate bodies are
+decoded. TLS uses the context `providers/tls.py` prepared. A connection that sat idle and turns out
+closed before the server sent a single byte is replaced once, silently (the server never saw the
+request); anything later is the caller's to retry. Proxies are not spoken here: with a proxy
+configured, `HttpTransport` uses httpx.
+
+Every failure is a `WireError`: `ConnectFailed` (refused, or no connection/TLS handshake),
+`WireTimeout` (connecting, or waiting for the server), or `ConnectionLost` (reset, cut, or a response
+that is not HTTP/1.1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import ssl
+import zlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
+
+#: the longest response head (status line and headers) accepted
+MAX_HEAD = 64 * 1024
+#: bytes asked of the socket per read
+CHUNK = 64 * 1024
+#: an origin: (scheme, host, port)
+Origin = tuple[str, str, int]
+
+
+class WireError(Exception):
+    """A transport failure (the message never carries a request header)."""
+
+
+class ConnectFailed(WireError):
+    def __init__(self, message: str, *, refused: bool) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
+class WireTimeout(WireError):
+    pass
+
+
+class ConnectionLost(WireError):
+    pass
+
+
+class _Stale(Exception):
+    """A reused connection that was already closed: nothing of the request reached a server."""
+
+
+class Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @property
+    def usable(self) -> bool:
+        return not self.reader.at_eof() and not self.writer.is_closing()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Response:
+    """A response whose body is read once, as bytes (`read`) or as text lines (`lines`)."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: AsyncIterator[bytes]) -> None:
+        self.status = status
+        #: lower-cased names; a repeated header's values joined with ", "
+        self.headers = headers
+        self._body = body
+        self.complete = False
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in self._body:
+            yield chunk
+        self.complete = True
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])
+
+    async def lines(self) -> AsyncIterator[str]:
+        """Text lines (UTF-8), split at \\r\\n, \\n or \\r as httpx's `aiter_lines` splits them."""
+        decoder = _utf8()
+        pending = ""
+        async for chunk in self.chunks():
+            text = pending + decoder.decode(chunk)
+            held = text.endswith("\r")  # maybe the first half of a \r\n split across chunks
+            if held:
+                text = text[:-1]
+            parts = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            pending = parts.pop() + ("\r" if held else "")
+            for line in parts:
+                yield line
+        pending += decoder.decode(b"", final=True)
+        for line in pending.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+            if line:
+                yield line
+
+
+def _utf8() -> codecs.IncrementalDecoder:
+    return codecs.getincrementaldecoder("utf-8")("replace")
+
+
+class WireClient:
+    """Requests to any origin over kept-alive connections (one idle connection per origin)."""
+
+    def __init__(
+        self, tls: Callable[[], ssl.SSLContext], *, timeout: float, connect_timeout: float, user_agent: str
+    ) -> None:
+        self._tls = tls
+        self._timeout = timeout
+        self._connect_timeout = connect_timeout
+        self._user_agent = user_agent
+        self._idle: dict[Origin, Connection] = {}
+
+    @asynccontextmanager
+    async def request(
+        self, method: str, url: str, headers: dict[str, str], body: bytes
+    ) -> AsyncIterator[Response]:
+        origin, target, host_header = _parse(url)
+        head = _request_head(method, target, host_header, headers, len(body), self._user_agent)
+        conn = self._idle.pop(origin, None)
+        if conn is not None and not conn.usable:
+            conn.close()
+            conn = None
+        try:
+            if conn is not None:
+                try:
+                    response = await self._exchange(conn, head + body, reused=True)
+                except _Stale:
+                    conn.close()
+                    conn = None
+            if conn is None:
+                conn = await self._connect(origin)
+                response = await self._exchange(conn, head + body, reused=False)
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+        try:
+            yield response
+        except BaseException:
+            conn.close()
+            raise
+        if response.complete and _keeps_alive(response) and conn.usable:
+            self._idle[origin] = conn
+        else:
+            conn.close()
+
+    async def _connect(self, origin: Origin) -> Connection:
+        scheme, host, port = origin
+        context = self._tls() if scheme == "https" else None
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    host,
+                    port,
+                    ssl=context,
+                    server_hostname=host if context is not None else None,
+                    limit=MAX_HEAD,
+                )
+        except TimeoutError:
+            raise WireTimeout(f"no connection within {self._connect_timeout:g}s") from None
+        except ConnectionRefusedError as exc:
+            raise ConnectFailed(str(exc) or "connection refused", refused=True) from None
+        except (OSError, ssl.SSLError) as exc:
+            raise ConnectFailed(str(exc) or type(exc).__name__, refused=False) from None
+        return Connection(reader, writer)
+
+    async def _exchange(self, conn: Connection, data: bytes, *, reused: bool) -> Response:
+        try:
+            async with asyncio.timeout(self._timeout):
+                conn.writer.write(data)
+                await conn.writer.drain()
+                while True:
+                    status, headers = await _read_head(conn.reader, reused=reused)
+                    if status >= 200 or status == 101:
+                        break
+                    reused = False  # a 1xx interim response: the final one follows
+        except _Stale:
+            raise
+        except TimeoutError:
+            raise WireTimeout("timed out waiting for the response") from None
+        except (OSError, ssl.SSLError) as exc:
+            if reused:
+                raise _Stale from None
+            raise ConnectionLost(f"{type(exc).__name__}: {exc}") from None
+        return Response(status, headers, self._body(conn, status, headers))
+
+    async def _body(self, conn: Connection, status: int, headers: dict[str, str]) -> AsyncIterator[bytes]:
+        decode = _decoder(headers.get("content-encoding", ""))
+        try:
+            if status in (204, 304) or 100 <= status < 200:
+                return
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                raw = _chunked(conn.reader, self._timeout)
+            elif "content-length" in headers:
+                raw = _sized(conn.reader, _length(headers["content-length"]), self._timeout)
+            else:
+                headers["connection"] = "close"  # delimited by the close: never reused
+                raw = _until_close(conn.reader, self._timeout)
+            async for chunk in raw:
+                out = decode(chunk) if decode is not None else chunk
+                if out:
+                    yield out
+        except TimeoutError:
+            raise WireTimeout("timed out reading the response") from None
+        except (OSError, ssl.SSLError, zlib.error) as exc:
+            raise ConnectionLost(f"{type(exc).__name__}: {exc}") from None
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, {}
+        for conn in idle.values():
+            conn.close()
+
+
+def _parse(url: str) -> tuple[Origin, str, str]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ConnectFailed(f"not an http(s) URL: {url}", refused=True)
+    port = parts.port or (443 if scheme == "https" else 80)
+    host = parts.hostname
+    shown = f"[{host}]" if ":" in host else host
+    host_header = shown if parts.port is None else f"{shown}:{port}"
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return (scheme, host, port), target, host_header
+
+
+def _request_head(
+    method: str, target: str, host: str, headers: dict[str, str], length: int, user_agent: str
+) -> bytes:
+    given = {k.lower() for k in headers}
+    lines = [f"{method} {target} HTTP/1.1", f"host: {host}"]
+    defaults = {
+        "accept": "*/*",
+        "accept-encoding": "gzip, deflate",
+        "connection": "keep-alive",
+        "user-agent": user_agent,
+    }
+    lines += [f"{k}: {v}" for k, v in defaults.items() if k not in given]
+    for name, value in headers.items():
+        if name.lower() in ("host", "content-length", "transfer-encoding"):
+            continue
+        if any(c in f"{name}{value}" for c in "\r\n\0"):
+            raise ConnectFailed(f"header {name!r} holds a line break", refused=True)
+        lines.append(f"{name}: {value}")
+    lines.append(f"content-length: {length}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+
+
+async def _read_head(reader: asyncio.StreamReader, *, reused: bool) -> tuple[int, dict[str, str]]:
+    try:
+        raw = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if reused and not exc.partial:
+            raise _Stale from None
+        raise ConnectionLost("the server closed the connection without a response") from None
+    except asyncio.LimitOverrunError:
+        raise ConnectionLost(f"the response head is over {MAX_HEAD} bytes") from None
+    lines = raw.decode("latin-1").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    code = rest.partition(" ")[0]
+    if not version.startswith("HTTP/1.") or not code.isdigit() or len(code) != 3:
+        raise ConnectionLost(f"not an HTTP/1.1 response: {lines[0][:80]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        if not sep:
+            raise ConnectionLost(f"a malformed response header: {line[:80]!r}")
+        key, value = name.strip().lower(), value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    if version == "HTTP/1.0" and "keep-alive" not in headers.get("connection", "").lower():
+        headers["connection"] = "close"
+    return int(code), headers
+
+
+def _keeps_alive(response: Response) -> bool:
+    return "close" not in response.headers.get("connection", "").lower()
+
+
+def _length(value: str) -> int:
+    try:
+        length = int(value.split(",")[0].strip())
+    except ValueError:
+        raise ConnectionLost(f"a malformed Content-Length: {value[:40]!r}") from None
+    if length < 0:
+        raise ConnectionLost(f"a malformed Content-Length: {value[:40]!r}")
+    return length
+
+
+async def _sized(reader: asyncio.StreamReader, length: int, timeout: float) -> AsyncIterator[bytes]:
+    left = length
+    while left > 0:
+        async with asyncio.timeout(timeout):
+            chunk = await reader.read(min(CHUNK, left))
+        if not chunk:
+            raise ConnectionLost(f"the response ended {left} bytes short of its Content-Length")
+        left -= len(chunk)
+        yield chunk
+
+
+async def _chunked(reader: asyncio.StreamReader, timeout: float) -> AsyncIterator[bytes]:
+    while True:
+        async with asyncio.timeout(timeout):
+            size_line = await _line(reader)
+        try:
+            size = int(size_line.split(b";")[0].strip(), 16)
+        except ValueError:
+            raise ConnectionLost(f"a malformed chunk size: {size_line[:40]!r}") from None
+        if size == 0:
+            async with asyncio.timeout(timeout):
+                while await _line(reader):  # trailers, up to the blank line
+                    pass
+            return
+        left = size
+        while left > 0:
+            async with asyncio.timeout(timeout):
+                chunk = await reader.read(min(CHUNK, left))
+            if not chunk:
+                raise ConnectionLost("the response was cut inside a chunk")
+            left -= len(chunk)
+            yield chunk
+        async with asyncio.timeout(timeout):
+            if await _line(reader):
+                raise ConnectionLost("a chunk is longer than its size says")
+
+
+async def _line(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return (await reader.readuntil(b"\n")).rstrip(b"\r\n")
+    except asyncio.IncompleteReadError:
+        raise ConnectionLost("the response was cut between chunks") from None
+    except asyncio.LimitOverrunError:
+        raise ConnectionLost("a chunk header is too long") from None
+
+
+async def _until_close(reader: asyncio.StreamReader, timeout: float) -> AsyncIterator[bytes]:
+    while True:
+        async with asyncio.timeout(timeout):
+            chunk = await reader.read(CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 16).decompress
+    if encoding == "deflate":
+        return zlib.decompressobj().decompress
+    raise ConnectionLost(f"the response uses an encoding Mermaid did not ask for: {encoding!r}")
