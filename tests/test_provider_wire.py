@@ -166,6 +166,17 @@ async def test_one_connection_serves_every_request_of_a_run() -> None:
     assert len(requests) == 3 and len(connections) == 1
 
 
+async def test_concurrent_requests_leave_one_idle_connection_and_close_the_other() -> None:
+    ok = head(content_length=str(len(SSE))) + SSE
+    async with serve(answer(ok, ok)) as (url, _, connections):
+        wire = client()
+        assert await asyncio.gather(lines_of(wire, url), lines_of(wire, url)) == [(200, EXPECTED_LINES)] * 2
+        kept = list(wire._idle.values())
+        assert len(connections) == 2 and len(kept) == 1 and kept[0].usable
+        await wire.aclose()
+        assert kept[0].writer.is_closing()
+
+
 async def test_a_kept_connection_the_server_dropped_is_replaced_silently() -> None:
     """The server closes a kept connection as the next request arrives, without a byte of answer:
     the request goes out again on a new connection, once, and the caller sees one answer."""

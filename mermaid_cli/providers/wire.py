@@ -147,10 +147,10 @@ class WireClient:
         except BaseException:
             conn.close()
             raise
-        if response.complete and _keeps_alive(response) and conn.usable:
+        if response.complete and _keeps_alive(response) and conn.usable and origin not in self._idle:
             self._idle[origin] = conn
         else:
-            conn.close()
+            conn.close()  # one idle connection per origin: a second one (concurrent requests) closes
 
     async def _connect(self, origin: Origin) -> Connection:
         scheme, host, port = origin
