@@ -132,3 +132,63 @@ def test_redact_never_raises_and_is_stable(text: str) -> None:
     r = Redactor(["some-secret-value"])
     once = r.redact(text)
     assert r.redact(once) == once
+
+
+def _regex_only(redactor: Redactor, text: str) -> str:
+    """What redaction gives with the regexes run unconditionally (no substring pre-check)."""
+    import re
+
+    from mermaid_cli.security import redact as module
+
+    literals = "|".join(re.escape(s) for s in sorted(redactor.secrets, key=len, reverse=True))
+    pattern = re.compile(literals) if literals else None
+    for _ in range(3):
+        new = pattern.sub(PLACEHOLDER, text) if pattern is not None else text
+        new = module._SHAPES.sub(module._replace, new)
+        if new == text:
+            break
+        text = new
+    return text
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "sk-ant-",
+        "sk-proj-",
+        "ghp_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "AKIA",
+        "ASIA",
+        "AIza",
+        "hf_",
+        "npm_",
+        "pypi-",
+        "Bearer ",
+        "bearer\t",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----END RSA PRIVATE KEY-----",
+        "s3cr3t-value",
+        " ",
+        "\n",
+        "=",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            _FRAGMENTS,
+            st.text(alphabet=string.ascii_letters + string.digits + "_-", max_size=40),
+            st.text(alphabet=string.ascii_uppercase + string.digits, min_size=16, max_size=20),
+        ),
+        max_size=12,
+    )
+)
+def test_the_substring_pre_check_never_changes_what_is_redacted(parts: list[str]) -> None:
+    redactor = Redactor(["s3cr3t-value"])
+    text = "".join(parts)
+    assert redactor.redact(text) == _regex_only(redactor, text)

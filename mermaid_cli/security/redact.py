@@ -57,6 +57,31 @@ TOKEN_SHAPES = (
     r"pypi-[A-Za-z0-9_\-]{50,}",
 )
 _BEARER = r"(?P<bearer>\b[Bb]earer[ \t]+)(?P<bearer_token>[A-Za-z0-9._~+/\-]{8,}=*)"
+#: a literal every match of the shapes above contains: text holding none of them has no token
+#: shape, which a substring search (far faster than the regex scan) tells
+SHAPE_HINTS = (
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "AKIA",
+    "ASIA",
+    "AGPA",
+    "AIDA",
+    "AROA",
+    "ANPA",
+    "AIza",
+    "hf_",
+    "npm_",
+    "pypi-",
+    "-----BEGIN ",
+    "earer",
+)
 
 
 class Redactor:
@@ -78,7 +103,8 @@ class Redactor:
         self.secrets: frozenset[str] = frozenset(values)
         # Two precompiled patterns, not one: an alternation of plain literals keeps the regex
         # engine's fast literal scan, which mixing in the token shapes would lose (~6x slower).
-        literals = "|".join(re.escape(s) for s in sorted(values, key=len, reverse=True))
+        self._values = tuple(sorted(values, key=len, reverse=True))
+        literals = "|".join(re.escape(s) for s in self._values)
         self._literals = re.compile(literals) if literals else None
         self._shapes = _SHAPES if shapes else None
 
@@ -111,11 +137,13 @@ class Redactor:
             return text
         # A replacement can, in theory, splice a new occurrence out of its neighbours; repeating
         # until nothing changes settles it (one round when there is nothing to redact).
+        # Most text holds no secret: a substring search for each value and each shape's literal
+        # decides that ~10x faster than the regex scans, which run only when one is found.
         for _ in range(3):
             new = text
-            if self._literals is not None:
+            if self._literals is not None and any(v in new for v in self._values):
                 new = self._literals.sub(PLACEHOLDER, new)
-            if self._shapes is not None:
+            if self._shapes is not None and any(h in new for h in SHAPE_HINTS):
                 new = self._shapes.sub(_replace, new)
             if new == text:
                 break
