@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import subprocess
+import sys
 
+from conftest import call, say, write_script
 from pydantic import BaseModel
 
 import mermaid_cli
@@ -46,3 +49,32 @@ def test_empty_list_is_a_new_list_per_instance_and_no_schema_default():
     first.items.append("x")
     assert second.items == []
     assert "default" not in Probe.model_json_schema()["properties"]["items"]
+
+
+# the run ends with os._exit, so the probe reports each scan as it happens
+PLUGIN_PROBE = """
+import importlib.metadata, sys
+real = importlib.metadata.entry_points
+def entry_points(**params):
+    sys.stderr.write(f"SCAN {params.get('group')}\\n")
+    return real(**params)
+importlib.metadata.entry_points = entry_points
+from mermaid_cli.cli.main import main
+main()
+"""
+
+
+def test_a_run_never_scans_for_pydantic_plugins_and_children_do_not_inherit_the_switch(project, tmp_path):
+    # the CLI turns pydantic plugins off and drops the variable after setup (children must not
+    # see it); the models built after that must not start the entry-point scan all the same
+    script = write_script(
+        tmp_path / "s.jsonl",
+        [call("execute_command", {"command": "echo switch=${PYDANTIC_DISABLE_PLUGINS:-unset}"}), say("done")],
+    )
+    argv = ["exec", "--json", "--safety", "full_access", "--model", f"replay/{script}", "go"]
+    proc = subprocess.run(
+        [sys.executable, "-c", PLUGIN_PROBE, *argv], capture_output=True, text=True, cwd=project
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "switch=unset" in proc.stdout
+    assert "SCAN pydantic" not in proc.stderr

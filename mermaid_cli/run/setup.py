@@ -113,7 +113,8 @@ def load_run_settings(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -
         out.note(warning)
     settings = draft.settings = loaded.settings
     if os.environ.pop("_MERMAID_SET_PYDANTIC_PLUGINS", None):
-        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)  # pydantic has read it by now
+        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)  # child processes must not inherit it
+        _keep_pydantic_plugins_off()
     draft.safety_mode = settings.safety.mode
     draft.policy_digest = policy_digest(settings.safety)
     draft.model_id = settings.model or draft.model_id
@@ -129,6 +130,17 @@ def load_run_settings(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -
     out.secrets = lambda: redactor.secrets  # the stream hold-back's window
     out.install_logging(debug=io.env.get("MERMAID_DEBUG") == "1")
     return settings
+
+
+def _keep_pydantic_plugins_off() -> None:
+    """pydantic reads PYDANTIC_DISABLE_PLUGINS at every model class it builds, not once: with the
+    variable gone, the next model built (the tools, the provider, imported after this) would scan
+    every installed distribution's entry points, ~260 M instructions before the first request in
+    a dev environment (issue 23). An empty plugin cache keeps pydantic's "no plugins" answer."""
+    from pydantic.plugin import _loader
+
+    if _loader._plugins is None:
+        _loader._plugins = {}
 
 
 def _flag_layer(opts: ExecOptions) -> dict[str, object]:
