@@ -78,3 +78,34 @@ def test_a_run_never_scans_for_pydantic_plugins_and_children_do_not_inherit_the_
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "switch=unset" in proc.stdout
     assert "SCAN pydantic" not in proc.stderr
+
+
+# reports each import of the checkpoint store as it happens (the run ends with os._exit)
+IMPORT_PROBE = """
+import sys
+def hook(event, args):
+    if event == "import" and args[0] == "mermaid_cli.store.checkpoints":
+        sys.stderr.write("IMPORTED checkpoints\\n")
+sys.addaudithook(hook)
+from mermaid_cli.cli.main import main
+main()
+"""
+
+
+def test_the_checkpoint_store_loads_on_the_first_file_change_only(project, tmp_path, isolated_env):
+    def run(turns: list[dict]) -> subprocess.CompletedProcess[str]:
+        script = write_script(tmp_path / "s.jsonl", turns)
+        argv = ["exec", "--json", "--safety", "full_access", "--model", f"replay/{script}", "go"]
+        return subprocess.run(
+            [sys.executable, "-c", IMPORT_PROBE, *argv], capture_output=True, text=True, cwd=project
+        )
+
+    answer_only = run([say("nothing to change")])
+    assert answer_only.returncode == 0, answer_only.stdout + answer_only.stderr
+    assert "IMPORTED checkpoints" not in answer_only.stderr
+
+    writes = run([call("write_file", {"path": "a.txt", "content": "hi\n"}), say("done")])
+    assert writes.returncode == 0, writes.stdout + writes.stderr
+    assert "IMPORTED checkpoints" in writes.stderr
+    assert (project / "a.txt").read_text() == "hi\n"
+    assert len(list((isolated_env / "data").glob("checkpoints/*/manifest.json"))) == 1

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mermaid_cli.run.lineage import ChildTerms, Tree
     from mermaid_cli.security.redact import Redactor
     from mermaid_cli.security.sandbox.run import RunSandbox
+    from mermaid_cli.store.checkpoints import CheckpointStore
     from mermaid_cli.store.sessions import SessionWriter
     from mermaid_cli.tools.base import ToolContext
     from mermaid_cli.tools.tasks import TaskStore
@@ -344,10 +345,25 @@ def tool_context(
     if tasks is not None:
         ctx.tasks = _restored_tasks(tasks)
     if settings.safety.checkpoint_on_mutation:
-        from mermaid_cli.store.checkpoints import CheckpointStore
-
-        ctx.checkpoint = CheckpointStore(cfg.data_dir(io.env), draft.project_root, draft.session_id)
+        ctx.checkpoint = _checkpoints(cfg.data_dir(io.env), draft.project_root, draft.session_id)
     return ctx
+
+
+def _checkpoints(data_dir: Path, project_root: Path, session_id: str) -> Callable[[list[Path], str], str]:
+    """The run's checkpoint store, loaded (with its pydantic models) on the first file change: no
+    model request waits for it, and a run that changes no file never builds it (issue 23)."""
+    store: CheckpointStore | None = None
+    root = Path(os.path.realpath(project_root))  # resolved now, as the store would at start
+
+    def checkpoint(paths: list[Path], reason: str) -> str:
+        nonlocal store
+        if store is None:
+            from mermaid_cli.store.checkpoints import CheckpointStore
+
+            store = CheckpointStore(data_dir, root, session_id)
+        return store(paths, reason)
+
+    return checkpoint
 
 
 def _restored_tasks(saved: dict[str, object]) -> TaskStore:
