@@ -137,10 +137,11 @@ def _keep_pydantic_plugins_off() -> None:
     """pydantic reads PYDANTIC_DISABLE_PLUGINS at every model class it builds, not once: with the
     variable gone, the next model built (the tools, the provider, imported after this) would scan
     every installed distribution's entry points, ~260 M instructions before the first request in
-    a dev environment (issue 23). An empty plugin cache keeps pydantic's "no plugins" answer."""
+    a dev environment (issue 23). An empty plugin cache keeps pydantic's "no plugins" answer. (The
+    CLI's stand-in loader, when pydantic was not imported before it, has no cache and finds none.)"""
     from pydantic.plugin import _loader
 
-    if _loader._plugins is None:
+    if getattr(_loader, "_plugins", {}) is None:
         _loader._plugins = {}
 
 
