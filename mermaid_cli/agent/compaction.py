@@ -261,7 +261,9 @@ def apply_compaction(
 
 # Provider wordings for "the prompt does not fit" (Anthropic, OpenAI, Gemini, Bedrock, Mistral,
 # vLLM, llama.cpp/Ollama, Groq...). Rate limits that mention tokens per minute are not this.
-_TOO_LONG = re.compile(
+# Kept as text, compiled (and cached by `re`) on the first provider error: only an error reads
+# them, and compiling at import cost every run ~1 ms before its first request (issue 23).
+_TOO_LONG = (
     r"context[_ ]length[_ ]exceeded"
     r"|maximum context length"
     r"|context (?:window|length|size|limit)[^.]{0,40}(?:exceed|too|reached|larger)"
@@ -272,10 +274,9 @@ _TOO_LONG = re.compile(
     r"|too many (?:input )?tokens"
     r"|reduce the length of the (?:messages|prompt|input)"
     r"|maximum number of tokens allowed"
-    r"|prompt (?:is )?too large",
-    re.IGNORECASE,
+    r"|prompt (?:is )?too large"
 )
-_NOT_CONTEXT = re.compile(r"per min|rate.?limit|\bTPM\b|\bRPM\b|quota", re.IGNORECASE)
+_NOT_CONTEXT = r"per min|rate.?limit|\bTPM\b|\bRPM\b|quota"
 
 
 def is_context_too_long_error(message: str | BaseException) -> bool:
@@ -285,6 +286,6 @@ def is_context_too_long_error(message: str | BaseException) -> bool:
     if isinstance(message, ProviderError) and message.code == "context_length":
         return True
     text = message.message if isinstance(message, ProviderError) else str(message)
-    if _NOT_CONTEXT.search(text):
+    if re.search(_NOT_CONTEXT, text, re.IGNORECASE):
         return False
-    return bool(_TOO_LONG.search(text))
+    return bool(re.search(_TOO_LONG, text, re.IGNORECASE))

@@ -21,6 +21,12 @@ if "httpx._main" not in sys.modules:
 if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
     os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
     os.environ["_MERMAID_SET_PYDANTIC_PLUGINS"] = "1"
+    # pydantic's plugin loader imports importlib.metadata (zipfile, shutil, email, csv) just to
+    # look for plugins; with none to load, a stand-in that finds none spares that import too
+    if "pydantic.plugin._loader" not in sys.modules:
+        _no_plugins = types.ModuleType("pydantic.plugin._loader")
+        _no_plugins.get_plugins = lambda: ()  # type: ignore[attr-defined]
+        sys.modules["pydantic.plugin._loader"] = _no_plugins
 
 from mermaid_cli import __version__
 from mermaid_cli.cli.peer_flags import ExecCommand, MermaidGroup, reject_p

@@ -35,6 +35,7 @@ from mermaid_cli.config.sections.safety import SafetySettings
 from mermaid_cli.config.sections.sandbox import SandboxSection
 from mermaid_cli.config.sections.tools import ToolsSection
 from mermaid_cli.config.sections.web import WebSettings
+from mermaid_cli.core.defaults import empty_list
 from mermaid_cli.core.errors import ConfigError
 
 
@@ -50,7 +51,7 @@ class RunSettings(Section):
 
 class VerifySettings(Section):
     commands: list[str] = Field(
-        default_factory=list, description="Commands that must pass after the model finishes."
+        default_factory=empty_list, description="Commands that must pass after the model finishes."
     )
     attempts: int = Field(
         2, ge=0, le=20, description="Extra rounds the model gets to fix a failing verify command."
@@ -60,7 +61,7 @@ class VerifySettings(Section):
 
 class HooksSettings(LifecycleHooks):
     before_tool_use: list[HookSpec] = Field(
-        default_factory=list, description="Commands that see each tool call first and may deny or rewrite it."
+        default_factory=empty_list, description="Commands that see each tool call first and may deny or rewrite it."
     )
 
 

@@ -14,7 +14,8 @@ import json
 import re
 from typing import Any
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# compiled (and cached by `re`) on the first lone surrogate, a rare repair (issue 23)
+_SURROGATE = "[\ud800-\udfff]"
 
 
 def scrub_text(text: str) -> str:
@@ -24,7 +25,7 @@ def scrub_text(text: str) -> str:
         return text
     except UnicodeEncodeError:
         # any surrogate code point in a str is lone (json.loads joins escaped pairs)
-        return _SURROGATE.sub("\ufffd", text)
+        return re.sub(_SURROGATE, "\ufffd", text)
 
 
 def scrub(value: Any) -> Any:

@@ -13,6 +13,8 @@ from typing import Annotated, Any, BinaryIO, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from mermaid_cli.core.defaults import empty_list
+
 PROTOCOL_VERSION = 1
 
 
@@ -69,14 +71,14 @@ class SessionStarted(_Event):
     session_id: str
     cwd: str = ""
     safety_mode: str = "auto"
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=empty_list)
     limits: dict[str, Any] = Field(default_factory=dict)
     policy_digest: str | None = None
     #: the kernel sandbox in force for processes started for the model (DESIGN §4.1); None when
     #: the run stopped before it was built
     sandbox: dict[str, Any] | None = None
     #: the enabled plugins whose assets this run loaded (docs/extensions.md)
-    plugins: list[str] = Field(default_factory=list)
+    plugins: list[str] = Field(default_factory=empty_list)
     #: how many skills the system prompt's index knows (after dedupe)
     skills: int = 0
 
@@ -189,7 +191,7 @@ class Result(_Event):
     response: str
     reasoning: str | None = None
     total_tokens: int = 0
-    errors: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=empty_list)
     session_id: str
     structured_output: Any = None
     status: str = "success"
@@ -200,8 +202,8 @@ class Result(_Event):
     cost_usd: float | None = None
     tool_calls: int = 0
     tool_errors: int = 0
-    blocked: list[dict[str, Any]] = Field(default_factory=list)
-    files_changed: list[str] = Field(default_factory=list)
+    blocked: list[dict[str, Any]] = Field(default_factory=empty_list)
+    files_changed: list[str] = Field(default_factory=empty_list)
     untrusted_content: bool = False
     #: per-subagent breakdown (`agent_id`, `type`, `status`, `usage`, `cost_usd`, `num_turns`);
     #: usage and cost above already include them. Left out when the run spawned none.

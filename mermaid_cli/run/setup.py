@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mermaid_cli.run.lineage import ChildTerms, Tree
     from mermaid_cli.security.redact import Redactor
     from mermaid_cli.security.sandbox.run import RunSandbox
+    from mermaid_cli.store.checkpoints import CheckpointStore
     from mermaid_cli.store.sessions import SessionWriter
     from mermaid_cli.tools.base import ToolContext
     from mermaid_cli.tools.tasks import TaskStore
@@ -113,7 +114,8 @@ def load_run_settings(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -
         out.note(warning)
     settings = draft.settings = loaded.settings
     if os.environ.pop("_MERMAID_SET_PYDANTIC_PLUGINS", None):
-        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)  # pydantic has read it by now
+        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)  # child processes must not inherit it
+        _keep_pydantic_plugins_off()
     draft.safety_mode = settings.safety.mode
     draft.policy_digest = policy_digest(settings.safety)
     draft.model_id = settings.model or draft.model_id
@@ -129,6 +131,18 @@ def load_run_settings(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -
     out.secrets = lambda: redactor.secrets  # the stream hold-back's window
     out.install_logging(debug=io.env.get("MERMAID_DEBUG") == "1")
     return settings
+
+
+def _keep_pydantic_plugins_off() -> None:
+    """pydantic reads PYDANTIC_DISABLE_PLUGINS at every model class it builds, not once: with the
+    variable gone, the next model built (the tools, the provider, imported after this) would scan
+    every installed distribution's entry points, ~260 M instructions before the first request in
+    a dev environment (issue 23). An empty plugin cache keeps pydantic's "no plugins" answer. (The
+    CLI's stand-in loader, when pydantic was not imported before it, has no cache and finds none.)"""
+    from pydantic.plugin import _loader
+
+    if getattr(_loader, "_plugins", {}) is None:
+        _loader._plugins = {}
 
 
 def _flag_layer(opts: ExecOptions) -> dict[str, object]:
@@ -332,10 +346,25 @@ def tool_context(
     if tasks is not None:
         ctx.tasks = _restored_tasks(tasks)
     if settings.safety.checkpoint_on_mutation:
-        from mermaid_cli.store.checkpoints import CheckpointStore
-
-        ctx.checkpoint = CheckpointStore(cfg.data_dir(io.env), draft.project_root, draft.session_id)
+        ctx.checkpoint = _checkpoints(cfg.data_dir(io.env), draft.project_root, draft.session_id)
     return ctx
+
+
+def _checkpoints(data_dir: Path, project_root: Path, session_id: str) -> Callable[[list[Path], str], str]:
+    """The run's checkpoint store, loaded (with its pydantic models) on the first file change: no
+    model request waits for it, and a run that changes no file never builds it (issue 23)."""
+    store: CheckpointStore | None = None
+    root = Path(os.path.realpath(project_root))  # resolved now, as the store would at start
+
+    def checkpoint(paths: list[Path], reason: str) -> str:
+        nonlocal store
+        if store is None:
+            from mermaid_cli.store.checkpoints import CheckpointStore
+
+            store = CheckpointStore(data_dir, root, session_id)
+        return store(paths, reason)
+
+    return checkpoint
 
 
 def _restored_tasks(saved: dict[str, object]) -> TaskStore:

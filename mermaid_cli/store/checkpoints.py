@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mermaid_cli.core.defaults import empty_list
 from mermaid_cli.security.paths import inside_project, locate
 
 
@@ -40,14 +41,14 @@ class Manifest(BaseModel):
     created_at: str
     reason: str = ""
     project_path: str
-    files: list[CheckpointFile] = Field(default_factory=list)
+    files: list[CheckpointFile] = Field(default_factory=empty_list)
 
 
 class RestoreReport(BaseModel):
     id: str
-    restored: list[str] = Field(default_factory=list)
-    deleted: list[str] = Field(default_factory=list)
-    skipped: list[str] = Field(default_factory=list)
+    restored: list[str] = Field(default_factory=empty_list)
+    deleted: list[str] = Field(default_factory=empty_list)
+    skipped: list[str] = Field(default_factory=empty_list)
     #: the checkpoint taken just before restoring (undo the restore with it)
     pre_restore_checkpoint: str | None = None
 

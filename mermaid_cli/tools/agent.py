@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 
 from pydantic import Field
 
+from mermaid_cli.core.defaults import empty_list
 from mermaid_cli.core.types import ToolResult, ToolSpec
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, schema_of
 
@@ -70,8 +71,8 @@ class AgentArgs(ToolArgs):
     isolation: Literal["shared", "worktree"] | None = Field(
         None, description="worktree: the child works in a private git worktree; its diff lands as one patch."
     )
-    deny_tools: list[str] = Field(default_factory=list, description="Tools the child may not use.")
-    deny_servers: list[str] = Field(default_factory=list, description="MCP servers the child may not use.")
+    deny_tools: list[str] = Field(default_factory=empty_list, description="Tools the child may not use.")
+    deny_servers: list[str] = Field(default_factory=empty_list, description="MCP servers the child may not use.")
 
 
 DESCRIPTION = (

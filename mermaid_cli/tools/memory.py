@@ -33,20 +33,21 @@ _MAX_CONTENT = 20_000
 _MAX_DESCRIPTION = 300
 
 # A small local secret check; the tool also refuses anything the run's redactor would hide
-# (`ctx.redact`: --mask values, keyring keys, more token shapes).
-_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("an API key (sk-...)", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
-    ("a GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}")),
-    ("a GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}")),
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+# (`ctx.redact`: --mask values, keyring keys, more token shapes). The patterns stay text, compiled
+# (and cached by `re`) on the first check: only a memory write reads them (issue 23).
+_SECRET_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("an API key (sk-...)", r"\bsk-[A-Za-z0-9_-]{16,}"),
+    ("a GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
+    ("a GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
+    ("an AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     (
         "an AWS secret access key",
-        re.compile(r"(?i)aws_?secret_?access_?key\W{0,4}[A-Za-z0-9/+=]{40}"),
+        r"(?i)aws_?secret_?access_?key\W{0,4}[A-Za-z0-9/+=]{40}",
     ),
-    ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")),
-    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("a private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
+    ("a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
 )
-_SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD", re.IGNORECASE)
+_SECRET_ENV_NAME = r"(?i)KEY|TOKEN|SECRET|PASSWORD|PASSWD"
 # Short env values ("1", "true") would refuse ordinary text.
 _MIN_ENV_SECRET_LEN = 8
 
@@ -54,10 +55,10 @@ _MIN_ENV_SECRET_LEN = 8
 def find_secret(text: str, env: Mapping[str, str] | None = None) -> str | None:
     """What kind of secret `text` contains, or None. `env` defaults to the process environment."""
     for label, pattern in _SECRET_PATTERNS:
-        if pattern.search(text):
+        if re.search(pattern, text):
             return label
     for name, value in (os.environ if env is None else env).items():
-        if len(value) >= _MIN_ENV_SECRET_LEN and _SECRET_ENV_NAME.search(name) and value in text:
+        if len(value) >= _MIN_ENV_SECRET_LEN and re.search(_SECRET_ENV_NAME, name) and value in text:
             return f"the value of ${name}"
     return None
 

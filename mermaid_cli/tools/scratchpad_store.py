@@ -8,14 +8,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+#: compiled (and cached by `re`) on the first named save, not at import (issue 23)
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 #: all entries together; past it the oldest entries are dropped (a run must not exhaust memory)
 MAX_TOTAL_CHARS = 256 * 1024 * 1024
 
 
 def name_problem(name: str) -> str | None:
     """Why `name` cannot name an entry, or None."""
-    if NAME.match(name):
+    if re.match(NAME, name):
         return None
     return f"scratchpad name {name!r} must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)"
 

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from mermaid_cli.config.sections.base import Section
 from mermaid_cli.config.sections.safety import SafetyMode
+from mermaid_cli.core.defaults import empty_list
 
 BUILTIN_TYPES = ("general", "explore", "review")
 #: however `max_depth` is set, nesting never goes deeper than this
@@ -38,9 +39,9 @@ class AgentsSection(Section):
     timeout: float = Field(
         1200, gt=0, description="Seconds one child may run (never past the run's --timeout)."
     )
-    deny_tools: list[str] = Field(default_factory=list, description="Tools no subagent is offered.")
+    deny_tools: list[str] = Field(default_factory=empty_list, description="Tools no subagent is offered.")
     deny_servers: list[str] = Field(
-        default_factory=list, description="MCP servers no subagent starts (unioned with each call's)."
+        default_factory=empty_list, description="MCP servers no subagent starts (unioned with each call's)."
     )
     types: dict[str, AgentTypeSettings] = Field(default_factory=dict, description="Custom subagent types.")
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from mermaid_cli.config.sections.base import Section
+from mermaid_cli.core.defaults import empty_list
 
 
 class ExecSection(Section):
     env_allow: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="Environment variable names passed to commands even though they look secret.",
     )
     default_timeout: int = Field(120, ge=1, description="Seconds a foreground command may run by default.")

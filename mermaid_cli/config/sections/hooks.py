@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from mermaid_cli.config.sections.base import Section
+from mermaid_cli.core.defaults import empty_list
 
 
 class HookSpec(BaseModel):
@@ -42,19 +43,19 @@ class LifecycleHooks(Section):
     """`[[hooks.session_start]]` … `[[hooks.session_end]]`: observers. They see the event as JSON on
     stdin and cannot change anything; one that fails is a warning."""
 
-    session_start: list[HookSpec] = Field(default_factory=list, description="Observers of the run's start.")
+    session_start: list[HookSpec] = Field(default_factory=empty_list, description="Observers of the run's start.")
     after_tool_use: list[HookSpec] = Field(
-        default_factory=list, description="Observers of each finished tool call."
+        default_factory=empty_list, description="Observers of each finished tool call."
     )
-    turn_done: list[HookSpec] = Field(default_factory=list, description="Observers of each model turn.")
+    turn_done: list[HookSpec] = Field(default_factory=empty_list, description="Observers of each model turn.")
     approval_requested: list[HookSpec] = Field(
-        default_factory=list, description="Observers of each approval the gate asks for."
+        default_factory=empty_list, description="Observers of each approval the gate asks for."
     )
     checkpoint: list[HookSpec] = Field(
-        default_factory=list, description="Observers of each file checkpoint taken."
+        default_factory=empty_list, description="Observers of each file checkpoint taken."
     )
     session_end: list[HookSpec] = Field(
-        default_factory=list, description="Observers of the run's end (status, exit code, report)."
+        default_factory=empty_list, description="Observers of the run's end (status, exit code, report)."
     )
 
     def for_event(self, event: str) -> list[HookSpec]:

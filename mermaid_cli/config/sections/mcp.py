@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 from pydantic import Field, model_validator
 
 from mermaid_cli.config.sections.base import Section
+from mermaid_cli.core.defaults import empty_list
 
 
 class McpOAuthSettings(Section):
@@ -27,7 +28,7 @@ class McpOAuthSettings(Section):
         default=None, ge=1, le=65535, description="Local port of the sign-in redirect (default: a free port)."
     )
     scopes: list[str] = Field(
-        default_factory=list, description="Scopes to request (default: what the server asks)."
+        default_factory=empty_list, description="Scopes to request (default: what the server asks)."
     )
     client_metadata_url: str | None = Field(
         default=None,
@@ -50,7 +51,7 @@ class McpOAuthSettings(Section):
 
 class McpServerSettings(Section):
     command: str | None = Field(default=None, description="Executable of a stdio server.")
-    args: list[str] = Field(default_factory=list, description="Arguments of the stdio server.")
+    args: list[str] = Field(default_factory=empty_list, description="Arguments of the stdio server.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the stdio server.")
     cwd: str | None = Field(default=None, description="Working directory of the stdio server.")
     url: str | None = Field(
@@ -63,14 +64,14 @@ class McpServerSettings(Section):
         default_factory=dict, description="Header name -> env var name, read at request time."
     )
     enabled_tools: list[str] = Field(
-        default_factory=list, description="Raw tool names to expose (empty: all)."
+        default_factory=empty_list, description="Raw tool names to expose (empty: all)."
     )
-    disabled_tools: list[str] = Field(default_factory=list, description="Raw tool names to hide (wins).")
+    disabled_tools: list[str] = Field(default_factory=empty_list, description="Raw tool names to hide (wins).")
     defer: bool | None = Field(
         default=None, description="Defer this server's tools (default: mcp_defer_tools)."
     )
     eager_load_tools: list[str] = Field(
-        default_factory=list, description="Raw tool names offered from the first turn even when deferred."
+        default_factory=empty_list, description="Raw tool names offered from the first turn even when deferred."
     )
     startup_timeout_secs: float = Field(default=30, gt=0, description="Seconds the server may take to start.")
     enabled: bool = Field(default=True, description="Start this server.")

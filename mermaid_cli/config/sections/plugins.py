@@ -7,10 +7,11 @@ from __future__ import annotations
 from pydantic import Field
 
 from mermaid_cli.config.sections.base import Section
+from mermaid_cli.core.defaults import empty_list
 
 
 class PluginsSection(Section):
     enabled: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="Installed plugins to load, besides those `mermaid plugin enable` turned on.",
     )

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, PrivateAttr, model_validator
 
 from mermaid_cli.config.sections.base import Section
+from mermaid_cli.core.defaults import empty_list
 
 SafetyMode = Literal["read_only", "ask", "auto", "full_access"]
 FloorLevel = Literal["allow", "auto", "ask", "deny"]
@@ -62,7 +63,7 @@ class Override(Section):
 class SafetySettings(Section):
     mode: SafetyMode = Field("auto", description="read_only | ask | auto | full_access.")
     overrides: list[Override] = Field(
-        default_factory=list, description="Allow/ask/deny rules; first match wins."
+        default_factory=empty_list, description="Allow/ask/deny rules; first match wins."
     )
     external_writes: FloorLevel = Field(
         "auto", description="Floor for write-shaped MCP tools (no readOnlyHint), even in full_access."

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import Field
 
 from mermaid_cli.config.sections.base import Section
+from mermaid_cli.core.defaults import empty_list
 
 SandboxMode = Literal["auto", "on", "best-effort", "off"]
 
@@ -31,10 +32,10 @@ class SandboxSection(Section):
         description="auto | on (also in full_access) | best-effort (warn when the kernel lacks it) | off.",
     )
     writable_roots: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="Extra directories sandboxed commands may write in ask/auto (absolute or ~).",
     )
     readable_roots: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="Extra directories sandboxed commands may read (toolchains outside system dirs).",
     )

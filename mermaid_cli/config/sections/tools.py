@@ -12,6 +12,7 @@ from pydantic import Field
 
 from mermaid_cli.config.sections.providers import ProviderToolsSettings
 from mermaid_cli.config.sections.safety import Category
+from mermaid_cli.core.defaults import empty_list
 
 
 class ToolsSection(ProviderToolsSettings):
@@ -20,7 +21,7 @@ class ToolsSection(ProviderToolsSettings):
         description="Allow-list: offer only these tools, patterns or groups (unset: every tool).",
     )
     disabled: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="Block-list: never offer these tools, patterns or groups (wins over `enabled`).",
     )
     categories: dict[str, Category] = Field(

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from mermaid_cli.config.sections.base import Section
+from mermaid_cli.core.defaults import empty_list
 
 MIB = 1024 * 1024
 
@@ -23,7 +24,7 @@ class WebSettings(Section):
     )
     tavily_base_url: str = Field("https://api.tavily.com/search", description="Tavily search endpoint.")
     allowed_domains: list[str] = Field(
-        default_factory=list, description="Hosts (and their subdomains) fetched without classification."
+        default_factory=empty_list, description="Hosts (and their subdomains) fetched without classification."
     )
     allow_private_network: bool = Field(
         False, description="Let web_fetch reach loopback, private and link-local addresses."

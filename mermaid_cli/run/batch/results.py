@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mermaid_cli.core.defaults import empty_list
 from mermaid_cli.core.errors import EXIT_CODES, UsageError, worst_status
 
 RESULTS_VERSION = 1
@@ -46,7 +47,7 @@ class TaskResult(BaseModel):
     duration_ms: int = 0
     cost_usd: float | None = None
     total_tokens: int = 0
-    files_changed: list[str] = Field(default_factory=list)
+    files_changed: list[str] = Field(default_factory=empty_list)
     #: the task's own `result` event, whole; None when it never started or died without one
     result: dict[str, Any] | None = None
     #: the task's change as a git patch: text, or base64 when it is not UTF-8
@@ -82,7 +83,7 @@ class BatchSummary(BaseModel):
     total_tokens: int
     duration_ms: int
     files_changed: int
-    conflicts: list[str] = Field(default_factory=list)
+    conflicts: list[str] = Field(default_factory=empty_list)
 
 
 def summarize(
