@@ -17,6 +17,7 @@ the runner ask for a fresh one at the end.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -37,9 +38,16 @@ REFRESH_MAX_S = 0.5
 REFRESH_SHARE = 0.2
 
 
+@functools.cache
+def _git_exe() -> str:
+    """git's full path, found once: a bare name makes every spawn try each PATH entry in turn
+    (an execve each, in the child the spawning thread waits for)."""
+    return shutil.which("git") or "git"
+
+
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
     return subprocess.run(
-        ["git", "-c", "core.quotepath=off", *args],
+        [_git_exe(), "-c", "core.quotepath=off", *args],
         cwd=root,
         env=env if env is not None else scrubbed_env(os.environ),  # see _GitIndex: no secrets
         capture_output=True,
@@ -107,13 +115,14 @@ class WorkspaceSnapshot:
         self._last_cost = 0.0
         self._born = time.perf_counter()
         self._spent = 0.0  # seconds of comparisons run on the worker
+        self._again = False  # a batch ended while the worker compared: it compares once more
 
     # -- taking it ----------------------------------------------------------------------------
     @classmethod
     def take(cls, root: Path, exclude: frozenset[str] = frozenset()) -> WorkspaceSnapshot:
         snap = cls(root, exclude)
         start = time.perf_counter()
-        index = _git_index_path(root) if shutil.which("git") else None
+        index = _git_index_path(root) if shutil.which(_git_exe()) else None
         if index is not None:
             try:
                 snap.index = _GitIndex(root, index, exclude)
@@ -140,22 +149,33 @@ class WorkspaceSnapshot:
         """The tree may have changed (a batch of tool calls ended). A cheap comparison is redone
         now on a worker thread; an expensive one waits for the end of the run."""
         self._generation += 1
-        if self._last_cost > REFRESH_MAX_S or (self._worker is not None and self._worker.is_alive()):
+        if self._worker is not None and self._worker.is_alive():
+            # (a quick model answers before the last comparison is done: without this the end
+            # of the run compared again, two git calls after the last response)
+            self._again = True
             return
-        if self._spent + self._last_cost > REFRESH_SHARE * (time.perf_counter() - self._born):
-            return
-        self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
-        self._worker.start()
+        if self._worth_refreshing():
+            self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
+            self._worker.start()
+
+    def _worth_refreshing(self) -> bool:
+        if self._last_cost > REFRESH_MAX_S:
+            return False
+        return self._spent + self._last_cost <= REFRESH_SHARE * (time.perf_counter() - self._born)
 
     def _refresh(self) -> None:
-        try:
-            start = time.perf_counter()
+        while True:
+            self._again = False
             try:
-                self._compute()
-            finally:
-                self._spent += time.perf_counter() - start
-        except Exception:  # noqa: BLE001 - the final comparison reports any error
-            pass
+                start = time.perf_counter()
+                try:
+                    self._compute()
+                finally:
+                    self._spent += time.perf_counter() - start
+            except Exception:  # noqa: BLE001 - the final comparison reports any error
+                return
+            if not (self._again and self._worth_refreshing()):
+                return
 
     def _compute(self) -> tuple[list[str], list[Change]]:
         with self._lock:
