@@ -59,8 +59,11 @@ def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
 class _GitIndex:
     """A private index in a temp dir, seeded from the repository's own index."""
 
-    def __init__(self, root: Path, index: Path, exclude: frozenset[str]) -> None:
+    def __init__(self, root: Path, index: Path, exclude: frozenset[str], prefix: str = "") -> None:
         self.root = root
+        self.prefix = prefix  # `root` relative to the work tree's top ("" or "sub/dir/")
+        #: the index holds the snapshot's tree until the work tree is staged again (`diff_since`)
+        self.staged = False
         self.tmp = Path(tempfile.mkdtemp(prefix="mermaid-idx-"))
         self.path = self.tmp / "index"
         if index.is_file():
@@ -79,16 +82,46 @@ class _GitIndex:
 
     def write_tree(self) -> str:
         self.add()
-        return _git(self.root, "write-tree", env=self.env).decode().strip()
+        tree = _git(self.root, "write-tree", env=self.env).decode().strip()
+        self.staged = False
+        return tree
 
     def names_since(self, tree: str) -> list[str]:
+        if not self.staged:
+            return self._unstaged_names()
         self.add()
         out = _git(
             self.root, "diff", "--cached", "--name-only", "--no-renames", "--relative", tree, env=self.env
         )
         return [line for line in out.decode("utf-8", "replace").splitlines() if line]
 
+    def _unstaged_names(self) -> list[str]:
+        """While the index still holds the snapshot, one `git status` tells what changed: the work
+        tree's column and the untracked files (an `add -A` and a `diff` were two git calls after
+        every tool batch, the last one racing the model's final answer)."""
+        out = _git(
+            self.root,
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=dirty",  # as `add -A`: a submodule's new commit, not its edits
+            *self.pathspec,
+            env=self.env,
+        )
+        names = []
+        for entry in out.decode("utf-8", "replace").split("\0"):
+            # "XY path", repository-relative: X is HEAD against the index (not this run's doing)
+            if len(entry) > 3 and (entry[:2] == "??" or entry[1] != " "):
+                path = entry[3:]
+                if path.startswith(self.prefix):
+                    names.append(path[len(self.prefix) :])
+        return names
+
     def diff_since(self, tree: str) -> str:
+        self.add()
+        self.staged = True
         raw = _git(
             self.root, "diff", "--cached", "--binary", "--no-renames", "--relative", tree, env=self.env
         )
@@ -122,10 +155,10 @@ class WorkspaceSnapshot:
     def take(cls, root: Path, exclude: frozenset[str] = frozenset()) -> WorkspaceSnapshot:
         snap = cls(root, exclude)
         start = time.perf_counter()
-        index = _git_index_path(root) if shutil.which(_git_exe()) else None
-        if index is not None:
+        found = _git_index_path(root) if shutil.which(_git_exe()) else None
+        if found is not None:
             try:
-                snap.index = _GitIndex(root, index, exclude)
+                snap.index = _GitIndex(root, found[0], exclude, found[1])
                 snap.tree = snap.index.write_tree()
             except (subprocess.SubprocessError, OSError):
                 if snap.index is not None:
@@ -269,15 +302,22 @@ def stream_target(stream: object) -> Path | None:
         return None
 
 
-def _git_index_path(root: Path) -> Path | None:
-    """The repository's index file when `root` is inside a git work tree (one git call)."""
+def _git_index_path(root: Path) -> tuple[Path, str] | None:
+    """The repository's index file and `root`'s path in the work tree ("" at its top, else
+    "sub/dir/") when `root` is inside a git work tree (one git call)."""
     try:
         out = _git(
-            root, "rev-parse", "--is-inside-work-tree", "--path-format=absolute", "--git-path", "index"
+            root,
+            "rev-parse",
+            "--is-inside-work-tree",
+            "--path-format=absolute",
+            "--git-path",
+            "index",
+            "--show-prefix",
         )
     except (subprocess.SubprocessError, OSError):
         return None
-    lines = out.decode().splitlines()
-    if len(lines) < 2 or lines[0].strip() != "true":
+    lines = out.decode("utf-8", "surrogateescape").split("\n")
+    if len(lines) < 3 or lines[0].strip() != "true":
         return None
-    return Path(lines[1].strip())
+    return Path(lines[1].strip()), lines[2]
