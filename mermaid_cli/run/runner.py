@@ -197,7 +197,20 @@ class Run:
                 await self._structured(parts, stats)
             else:
                 self.run_errors.append("output_schema: skipped (run ended without a final answer)")
+        if self.snapshot is not None and not self._stale(stats):
+            # the comparison the result reports, done before the cleanups rather than after
+            self.snapshot.settle()
         return stats
+
+    def _stale(self, stats: RunStats) -> bool:
+        """Whether the last comparison may miss changes made after it: a cancelled call, a
+        background process (stopped by the cleanups) or --verify's commands."""
+        settings = self.draft.settings
+        return (
+            not stats.finished
+            or bool(self.parts is not None and self.parts.ctx.background)
+            or bool(settings is not None and settings.verify.commands)
+        )
 
     async def _snapshot(self, parts: RunParts) -> None:
         from mermaid_cli.run.workspace_diff import WorkspaceSnapshot
@@ -256,16 +269,10 @@ class Run:
 
         tree = self.draft.tree
         agents = tree.breakdown() if tree is not None and tree.records else None
-        settings = self.draft.settings
         outcome = Outcome(
             error, stats or RunStats(), self.run_errors, self.structured_output, self.snapshot, agents
         )
-        # a cancelled call, a background process or --verify: the last comparison may be stale
-        outcome.recompare = (
-            not outcome.stats.finished
-            or bool(self.parts is not None and self.parts.ctx.background)
-            or bool(settings is not None and settings.verify.commands)
-        )
+        outcome.recompare = self._stale(outcome.stats)
         return finish(
             outcome,
             opts=self.opts,

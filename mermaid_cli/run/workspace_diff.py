@@ -233,6 +233,14 @@ class WorkspaceSnapshot:
             return result[1], result[2]
         return self._compute()
 
+    def settle(self) -> None:
+        """The run's changes are final (its tools are done): compare now if the last comparison
+        is stale, and stop the kernel's reports early (closing a watch that still has them waits
+        ~15 ms; see `TreeWatch.release`). A later `changed()` compares by walking."""
+        self._current()
+        if self.stat is not None:
+            self.stat.release_watch()
+
     # -- comparing ----------------------------------------------------------------------------
     def changed_files(self) -> list[str]:
         return self._current()[0]
