@@ -258,3 +258,21 @@ def test_a_batch_ending_while_the_worker_compares_is_compared_by_the_worker(tmp_
     assert snap._result is not None and snap._result[0] == snap._generation
     assert sorted(snap._result[1]) == ["a.txt", "b.txt"]
     snap.close()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_settled_without_a_diff_the_private_index_goes_early_and_names_stay(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project)
+    _git_init(project)
+    snap = WorkspaceSnapshot.take(project)
+    assert snap.index is not None
+    private = snap.index.tmp
+    (project / "a.txt").write_text("a\n")
+    snap.changed()
+    snap.settle(diff_wanted=False)
+    assert snap.changed_files() == ["a.txt"]
+    with pytest.raises(RuntimeError):
+        snap.diff()
+    snap.close()
+    assert not private.exists()

@@ -199,7 +199,7 @@ class Run:
                 self.run_errors.append("output_schema: skipped (run ended without a final answer)")
         if self.snapshot is not None and not self._stale(stats):
             # the comparison the result reports, done before the cleanups rather than after
-            self.snapshot.settle()
+            self.snapshot.settle(diff_wanted=bool(self.opts.diff_out))
         return stats
 
     def _stale(self, stats: RunStats) -> bool:

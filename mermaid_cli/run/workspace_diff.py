@@ -149,6 +149,7 @@ class WorkspaceSnapshot:
         self._born = time.perf_counter()
         self._spent = 0.0  # seconds of comparisons run on the worker
         self._again = False  # a batch ended while the worker compared: it compares once more
+        self._dropping: threading.Thread | None = None  # removes the private index (`settle`)
 
     # -- taking it ----------------------------------------------------------------------------
     @classmethod
@@ -233,13 +234,19 @@ class WorkspaceSnapshot:
             return result[1], result[2]
         return self._compute()
 
-    def settle(self) -> None:
+    def settle(self, diff_wanted: bool = True) -> None:
         """The run's changes are final (its tools are done): compare now if the last comparison
         is stale, and stop the kernel's reports early (closing a watch that still has them waits
-        ~15 ms; see `TreeWatch.release`). A later `changed()` compares by walking."""
+        ~15 ms; see `TreeWatch.release`). A later `changed()` compares by walking. Without
+        `diff_wanted` the private index is removed now, on a thread, beside the run's cleanups
+        (removing a directory from /tmp took up to ~8 ms on a busy disk); `close` waits for it."""
         self._current()
         if self.stat is not None:
             self.stat.release_watch()
+        if self.index is not None and not diff_wanted:
+            index, self.index = self.index, None
+            self._dropping = threading.Thread(target=index.close, name="mermaid-diff-close", daemon=True)
+            self._dropping.start()
 
     # -- comparing ----------------------------------------------------------------------------
     def changed_files(self) -> list[str]:
@@ -247,7 +254,9 @@ class WorkspaceSnapshot:
 
     def diff(self) -> str:
         names, changes = self._current()
-        if self.index is not None and self.tree is not None:
+        if self.tree is not None:
+            if self.index is None:
+                raise RuntimeError("the snapshot was settled without keeping its diff")
             return self.index.diff_since(self.tree) if names else ""
         from mermaid_cli.run.workspace_patch import render
 
@@ -257,6 +266,8 @@ class WorkspaceSnapshot:
     def close(self) -> None:
         if self._worker is not None:
             self._worker.join()
+        if self._dropping is not None:
+            self._dropping.join()
         if self.index is not None:
             self.index.close()
             self.index = None
