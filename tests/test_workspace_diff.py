@@ -276,3 +276,21 @@ def test_settled_without_a_diff_the_private_index_goes_early_and_names_stay(tmp_
         snap.diff()
     snap.close()
     assert not private.exists()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_a_comparison_that_fails_when_the_run_settles_is_a_note_not_an_internal_error(
+    project: Path, tmp_path: Path
+) -> None:
+    """The run's changes settle before the cleanups now; git failing there (the model removed
+    the repository) still ends the run normally, with the diff's note on stderr."""
+    _tree(project)
+    _git_init(project)
+    script = write_script(
+        tmp_path / "s.jsonl",
+        [call("execute_command", {"command": "rm -rf .git"}, "c1"), say("done")],
+    )
+    out = run_inprocess(["--json", "--safety", "full_access", "--model", f"replay/{script}", "x"], project)
+    assert out.code == 0, out.stderr
+    assert out.events[-1]["type"] == "result" and out.events[-1]["status"] == "success"
+    assert "cannot compute the run's diff" in out.stderr

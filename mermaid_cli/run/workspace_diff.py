@@ -240,7 +240,10 @@ class WorkspaceSnapshot:
         ~15 ms; see `TreeWatch.release`). A later `changed()` compares by walking. Without
         `diff_wanted` the private index is removed now, on a thread, beside the run's cleanups
         (removing a directory from /tmp took up to ~8 ms on a busy disk); `close` waits for it."""
-        self._current()
+        try:
+            self._current()
+        except Exception:  # noqa: BLE001 - the final comparison (`changed_files`) reports it
+            return
         if self.stat is not None:
             self.stat.release_watch()
         if self.index is not None and not diff_wanted:
