@@ -136,3 +136,25 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except OSError:
         return True
+
+
+@pytest.mark.parametrize("survivor", [False, True])
+def test_a_normal_close_leaves_no_cgroup_no_guard_and_no_survivor(survivor: bool) -> None:
+    """The usual end (the cgroup already empty) is handled in-process; a process still in the
+    cgroup is killed by the guard as before. Either way close() returns with nothing left."""
+    if SUPPORT.cgroup is None:
+        pytest.skip("no writable cgroup v2 here")
+    guard = OrphanGuard.start(SUPPORT.cgroup)
+    assert guard.cgroup is not None
+    cgroup = guard.cgroup
+    child = None
+    if survivor:
+        procs_fd = guard.cgroup_procs_fd
+        child = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: os.write(procs_fd, b"0"))
+        assert wait_for(lambda: Path(f"/proc/{child.pid}/cgroup").read_text().strip().endswith(
+            os.path.basename(cgroup)), 5)  # fmt: skip
+    guard.close(timeout=10)
+    assert not os.path.exists(cgroup)
+    assert _zombie(guard.pid) or not Path(f"/proc/{guard.pid}").exists()
+    if child is not None:
+        assert child.wait(10) == -signal.SIGKILL

@@ -263,3 +263,23 @@ def test_a_directory_mounted_twice_in_the_tree_is_seen_under_both_names(tmp_path
         check=True,
     )
     assert proc.stdout.split() == ["bulk/1/new.txt", "bulk/2/new.txt"]
+
+
+def test_settled_snapshot_drops_its_kernel_watches_and_still_finds_later_changes(tmp_path: Path) -> None:
+    """At the end of the model's work the watches go (closing a descriptor that still holds them
+    waits for the kernel, ~15 ms of the exit); a comparison after that walks the tree."""
+    project = tmp_path / "p"
+    _tree(project, BIG)
+    snap = _take(project, watch=True)
+    (project / "bulk/1/f1.txt").write_text("one\n")
+    snap.changed()
+    assert snap.stat is not None and snap.stat.watch is not None
+    fdinfo = Path(f"/proc/self/fdinfo/{snap.stat.watch.fd}")
+    assert "inotify wd:" in fdinfo.read_text()
+    snap.settle()
+    assert "inotify wd:" not in fdinfo.read_text()
+    assert snap.changed_files() == ["bulk/1/f1.txt"]
+    (project / "bulk/2/f2.txt").write_text("later\n")
+    snap.changed()
+    assert snap.changed_files() == ["bulk/1/f1.txt", "bulk/2/f2.txt"]
+    snap.close()

@@ -215,3 +215,82 @@ def test_python_walker_finds_what_find_finds(tmp_path: Path) -> None:
     (project / "node_modules/skip.js").write_text("y\n")
     expected = ["gone.txt", "run.sh", "src/edit.py", "src/keep.py"]
     assert by_find.changed_files() == by_python.changed_files() == expected
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_git_project_below_the_work_tree_top_reports_its_own_paths(tmp_path: Path) -> None:
+    """The per-batch comparison (`git status`) names paths from the repository's top; the run's
+    are relative to its project root, and changes outside it are not the run's."""
+    top = tmp_path / "repo"
+    _tree(top / "app")
+    (top / "outside.txt").write_text("o\n")
+    _git_init(top)
+    snap = WorkspaceSnapshot.take(top / "app")
+    (top / "app/src/edit.py").write_text("changed\n")
+    (top / "app/src/new dir").mkdir()
+    (top / "app/src/new dir/n.txt").write_text("n\n")
+    (top / "app/gone.txt").unlink()
+    (top / "outside.txt").write_text("changed too\n")
+    (top / "outside-new.txt").write_text("new\n")
+    assert sorted(snap.changed_files()) == ["gone.txt", "src/edit.py", "src/new dir/n.txt"]
+    assert "outside" not in snap.diff()
+    # after the diff staged the work tree, names still come out the same
+    (top / "app/later.txt").write_text("l\n")
+    snap.changed()
+    assert sorted(snap.changed_files()) == ["gone.txt", "later.txt", "src/edit.py", "src/new dir/n.txt"]
+    snap.close()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_a_batch_ending_while_the_worker_compares_is_compared_by_the_worker(tmp_path: Path) -> None:
+    """The end of the run then finds the comparison ready instead of running git again."""
+    project = tmp_path / "p"
+    _tree(project)
+    _git_init(project)
+    snap = WorkspaceSnapshot.take(project)
+    time.sleep(1.0)  # a run long enough for comparisons on the worker (REFRESH_SHARE)
+    (project / "a.txt").write_text("a\n")
+    snap.changed()
+    (project / "b.txt").write_text("b\n")
+    snap.changed()  # usually while the first comparison still runs
+    assert snap._worker is not None
+    snap._worker.join()
+    assert snap._result is not None and snap._result[0] == snap._generation
+    assert sorted(snap._result[1]) == ["a.txt", "b.txt"]
+    snap.close()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_settled_without_a_diff_the_private_index_goes_early_and_names_stay(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _tree(project)
+    _git_init(project)
+    snap = WorkspaceSnapshot.take(project)
+    assert snap.index is not None
+    private = snap.index.tmp
+    (project / "a.txt").write_text("a\n")
+    snap.changed()
+    snap.settle(diff_wanted=False)
+    assert snap.changed_files() == ["a.txt"]
+    with pytest.raises(RuntimeError):
+        snap.diff()
+    snap.close()
+    assert not private.exists()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_a_comparison_that_fails_when_the_run_settles_is_a_note_not_an_internal_error(
+    project: Path, tmp_path: Path
+) -> None:
+    """The run's changes settle before the cleanups now; git failing there (the model removed
+    the repository) still ends the run normally, with the diff's note on stderr."""
+    _tree(project)
+    _git_init(project)
+    script = write_script(
+        tmp_path / "s.jsonl",
+        [call("execute_command", {"command": "rm -rf .git"}, "c1"), say("done")],
+    )
+    out = run_inprocess(["--json", "--safety", "full_access", "--model", f"replay/{script}", "x"], project)
+    assert out.code == 0, out.stderr
+    assert out.events[-1]["type"] == "result" and out.events[-1]["status"] == "success"
+    assert "cannot compute the run's diff" in out.stderr

@@ -242,6 +242,7 @@ class HttpTransport:
         client = self.client()
         try:
             async with client.stream("POST", url, headers=headers, content=body) as response:
+                _ack_promptly(response)
                 if response.status_code >= 300:
                     raw = (await response.aread()).decode("utf-8", "replace")
                     raise map_http_error(self.provider, response.status_code, raw, response.headers)
@@ -307,6 +308,24 @@ def _charset(content_type: str) -> str:
             except LookupError:
                 break
     return "utf-8"
+
+
+def _ack_promptly(response: httpx.Response) -> None:
+    """ACK each part of the response body as soon as it is read. On a reused connection the kernel
+    sees a request/response rhythm and delays its ACKs (up to 40 ms); a server that leaves Nagle
+    on (Python's http.server, local model servers, the benchmarks' fake model) then sends each
+    SSE event only once the previous one is ACKed: ~40 ms added to every turn, the last turn
+    (the exit) included. TCP_QUICKACK leaves that mode until we send again (Linux only)."""
+    import socket
+
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    quickack = getattr(socket, "TCP_QUICKACK", None)
+    if sock is not None and quickack is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+        except OSError:  # not TCP (a Unix socket proxy): nothing to delay
+            pass
 
 
 @dataclass(frozen=True)

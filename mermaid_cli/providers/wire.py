@@ -190,6 +190,7 @@ class WireClient:
             if reused:
                 raise _Stale from None
             raise ConnectionLost(f"{type(exc).__name__}: {exc}") from None
+        _ack_promptly(conn)
         return Response(status, headers, self._body(conn, status, headers))
 
     async def _body(self, conn: Connection, status: int, headers: dict[str, str]) -> AsyncIterator[bytes]:
@@ -217,6 +218,23 @@ class WireClient:
         idle, self._idle = self._idle, {}
         for conn in idle.values():
             conn.close()
+
+
+def _ack_promptly(conn: Connection) -> None:
+    """ACK each part of the body as soon as it is read. On a reused connection the kernel sees a
+    request/response rhythm and delays its ACKs (up to 40 ms); a server that leaves Nagle on
+    (Python's http.server, local model servers, the benchmarks' fake model) then sends each SSE
+    event only once the previous one is ACKed: ~40 ms on every turn, the last one (the exit)
+    included. TCP_QUICKACK leaves that mode until we send again (Linux only)."""
+    import socket
+
+    sock = conn.writer.get_extra_info("socket")
+    quickack = getattr(socket, "TCP_QUICKACK", None)
+    if sock is not None and quickack is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+        except OSError:  # not TCP: nothing to delay
+            pass
 
 
 def _parse(url: str) -> tuple[Origin, str, str]:

@@ -17,6 +17,7 @@ the runner ask for a fresh one at the end.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -37,9 +38,16 @@ REFRESH_MAX_S = 0.5
 REFRESH_SHARE = 0.2
 
 
+@functools.cache
+def _git_exe() -> str:
+    """git's full path, found once: a bare name makes every spawn try each PATH entry in turn
+    (an execve each, in the child the spawning thread waits for)."""
+    return shutil.which("git") or "git"
+
+
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
     return subprocess.run(
-        ["git", "-c", "core.quotepath=off", *args],
+        [_git_exe(), "-c", "core.quotepath=off", *args],
         cwd=root,
         env=env if env is not None else scrubbed_env(os.environ),  # see _GitIndex: no secrets
         capture_output=True,
@@ -51,8 +59,11 @@ def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
 class _GitIndex:
     """A private index in a temp dir, seeded from the repository's own index."""
 
-    def __init__(self, root: Path, index: Path, exclude: frozenset[str]) -> None:
+    def __init__(self, root: Path, index: Path, exclude: frozenset[str], prefix: str = "") -> None:
         self.root = root
+        self.prefix = prefix  # `root` relative to the work tree's top ("" or "sub/dir/")
+        #: the index holds the snapshot's tree until the work tree is staged again (`diff_since`)
+        self.staged = False
         self.tmp = Path(tempfile.mkdtemp(prefix="mermaid-idx-"))
         self.path = self.tmp / "index"
         if index.is_file():
@@ -71,16 +82,46 @@ class _GitIndex:
 
     def write_tree(self) -> str:
         self.add()
-        return _git(self.root, "write-tree", env=self.env).decode().strip()
+        tree = _git(self.root, "write-tree", env=self.env).decode().strip()
+        self.staged = False
+        return tree
 
     def names_since(self, tree: str) -> list[str]:
+        if not self.staged:
+            return self._unstaged_names()
         self.add()
         out = _git(
             self.root, "diff", "--cached", "--name-only", "--no-renames", "--relative", tree, env=self.env
         )
         return [line for line in out.decode("utf-8", "replace").splitlines() if line]
 
+    def _unstaged_names(self) -> list[str]:
+        """While the index still holds the snapshot, one `git status` tells what changed: the work
+        tree's column and the untracked files (an `add -A` and a `diff` were two git calls after
+        every tool batch, the last one racing the model's final answer)."""
+        out = _git(
+            self.root,
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=dirty",  # as `add -A`: a submodule's new commit, not its edits
+            *self.pathspec,
+            env=self.env,
+        )
+        names = []
+        for entry in out.decode("utf-8", "replace").split("\0"):
+            # "XY path", repository-relative: X is HEAD against the index (not this run's doing)
+            if len(entry) > 3 and (entry[:2] == "??" or entry[1] != " "):
+                path = entry[3:]
+                if path.startswith(self.prefix):
+                    names.append(path[len(self.prefix) :])
+        return names
+
     def diff_since(self, tree: str) -> str:
+        self.add()
+        self.staged = True
         raw = _git(
             self.root, "diff", "--cached", "--binary", "--no-renames", "--relative", tree, env=self.env
         )
@@ -107,16 +148,18 @@ class WorkspaceSnapshot:
         self._last_cost = 0.0
         self._born = time.perf_counter()
         self._spent = 0.0  # seconds of comparisons run on the worker
+        self._again = False  # a batch ended while the worker compared: it compares once more
+        self._dropping: threading.Thread | None = None  # removes the private index (`settle`)
 
     # -- taking it ----------------------------------------------------------------------------
     @classmethod
     def take(cls, root: Path, exclude: frozenset[str] = frozenset()) -> WorkspaceSnapshot:
         snap = cls(root, exclude)
         start = time.perf_counter()
-        index = _git_index_path(root) if shutil.which("git") else None
-        if index is not None:
+        found = _git_index_path(root) if shutil.which(_git_exe()) else None
+        if found is not None:
             try:
-                snap.index = _GitIndex(root, index, exclude)
+                snap.index = _GitIndex(root, found[0], exclude, found[1])
                 snap.tree = snap.index.write_tree()
             except (subprocess.SubprocessError, OSError):
                 if snap.index is not None:
@@ -140,22 +183,33 @@ class WorkspaceSnapshot:
         """The tree may have changed (a batch of tool calls ended). A cheap comparison is redone
         now on a worker thread; an expensive one waits for the end of the run."""
         self._generation += 1
-        if self._last_cost > REFRESH_MAX_S or (self._worker is not None and self._worker.is_alive()):
+        if self._worker is not None and self._worker.is_alive():
+            # (a quick model answers before the last comparison is done: without this the end
+            # of the run compared again, two git calls after the last response)
+            self._again = True
             return
-        if self._spent + self._last_cost > REFRESH_SHARE * (time.perf_counter() - self._born):
-            return
-        self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
-        self._worker.start()
+        if self._worth_refreshing():
+            self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
+            self._worker.start()
+
+    def _worth_refreshing(self) -> bool:
+        if self._last_cost > REFRESH_MAX_S:
+            return False
+        return self._spent + self._last_cost <= REFRESH_SHARE * (time.perf_counter() - self._born)
 
     def _refresh(self) -> None:
-        try:
-            start = time.perf_counter()
+        while True:
+            self._again = False
             try:
-                self._compute()
-            finally:
-                self._spent += time.perf_counter() - start
-        except Exception:  # noqa: BLE001 - the final comparison reports any error
-            pass
+                start = time.perf_counter()
+                try:
+                    self._compute()
+                finally:
+                    self._spent += time.perf_counter() - start
+            except Exception:  # noqa: BLE001 - the final comparison reports any error
+                return
+            if not (self._again and self._worth_refreshing()):
+                return
 
     def _compute(self) -> tuple[list[str], list[Change]]:
         with self._lock:
@@ -180,13 +234,32 @@ class WorkspaceSnapshot:
             return result[1], result[2]
         return self._compute()
 
+    def settle(self, diff_wanted: bool = True) -> None:
+        """The run's changes are final (its tools are done): compare now if the last comparison
+        is stale, and stop the kernel's reports early (closing a watch that still has them waits
+        ~15 ms; see `TreeWatch.release`). A later `changed()` compares by walking. Without
+        `diff_wanted` the private index is removed now, on a thread, beside the run's cleanups
+        (removing a directory from /tmp took up to ~8 ms on a busy disk); `close` waits for it."""
+        try:
+            self._current()
+        except Exception:  # noqa: BLE001 - the final comparison (`changed_files`) reports it
+            return
+        if self.stat is not None:
+            self.stat.release_watch()
+        if self.index is not None and not diff_wanted:
+            index, self.index = self.index, None
+            self._dropping = threading.Thread(target=index.close, name="mermaid-diff-close", daemon=True)
+            self._dropping.start()
+
     # -- comparing ----------------------------------------------------------------------------
     def changed_files(self) -> list[str]:
         return self._current()[0]
 
     def diff(self) -> str:
         names, changes = self._current()
-        if self.index is not None and self.tree is not None:
+        if self.tree is not None:
+            if self.index is None:
+                raise RuntimeError("the snapshot was settled without keeping its diff")
             return self.index.diff_since(self.tree) if names else ""
         from mermaid_cli.run.workspace_patch import render
 
@@ -196,6 +269,8 @@ class WorkspaceSnapshot:
     def close(self) -> None:
         if self._worker is not None:
             self._worker.join()
+        if self._dropping is not None:
+            self._dropping.join()
         if self.index is not None:
             self.index.close()
             self.index = None
@@ -249,15 +324,22 @@ def stream_target(stream: object) -> Path | None:
         return None
 
 
-def _git_index_path(root: Path) -> Path | None:
-    """The repository's index file when `root` is inside a git work tree (one git call)."""
+def _git_index_path(root: Path) -> tuple[Path, str] | None:
+    """The repository's index file and `root`'s path in the work tree ("" at its top, else
+    "sub/dir/") when `root` is inside a git work tree (one git call)."""
     try:
         out = _git(
-            root, "rev-parse", "--is-inside-work-tree", "--path-format=absolute", "--git-path", "index"
+            root,
+            "rev-parse",
+            "--is-inside-work-tree",
+            "--path-format=absolute",
+            "--git-path",
+            "index",
+            "--show-prefix",
         )
     except (subprocess.SubprocessError, OSError):
         return None
-    lines = out.decode().splitlines()
-    if len(lines) < 2 or lines[0].strip() != "true":
+    lines = out.decode("utf-8", "surrogateescape").split("\n")
+    if len(lines) < 3 or lines[0].strip() != "true":
         return None
-    return Path(lines[1].strip())
+    return Path(lines[1].strip()), lines[2]

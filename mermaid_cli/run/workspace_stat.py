@@ -311,6 +311,12 @@ class StatSnapshot:
             if not self.changed_since(st.st_ctime_ns) and self._existed(rel):
                 self.store.put(rel, path)
 
+    def release_watch(self) -> None:
+        """No comparison needs the kernel's reports any more: let it drop them now, so that
+        `stop_watching` at the end does not wait for it."""
+        if self.watch is not None:
+            self.watch.release()
+
     def stop_watching(self) -> None:
         if self.watch is not None:
             self.watch.close()

@@ -131,6 +131,17 @@ class TreeWatch:
             if not mask & IN_ISDIR:
                 self.files.add(rel)
 
+    def release(self) -> None:
+        """Stop watching, keeping the descriptor: the kernel drops each mark in the background
+        here, while closing a descriptor that still has marks waits for that (~15 ms, issue 23).
+        A later `drain` says events were lost (a comparison then walks)."""
+        if self.fd >= 0:
+            libc = ctypes.CDLL(None, use_errno=True)
+            for wd in self.paths:
+                libc.inotify_rm_watch(self.fd, wd)
+        self.paths = {}
+        self.lost = True
+
     def close(self) -> None:
         if self.fd >= 0:
             self._release()  # the kernel drops every watch with the descriptor

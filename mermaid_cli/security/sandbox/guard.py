@@ -54,7 +54,7 @@ gone() {
       while IFS= read -r pid; do kill -9 "$pid"; done < "$cg/cgroup.procs"
     fi
   fi 2>/dev/null
-  rmdir "$cg" 2>/dev/null || [ ! -d "$cg" ]
+  [ ! -d "$cg" ] || rmdir "$cg" 2>/dev/null
 }
 cleanup() {
   trap '' TERM HUP INT
@@ -229,14 +229,30 @@ class OrphanGuard:
         if self._write_fd is not None and self.cgroup is None:
             os.write(self._write_fd, f"{pid}\n".encode())
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Kill everything still running under the guard and wait for the guard to finish."""
-        if self._write_fd is not None:
-            os.close(self._write_fd)
-            self._write_fd = None
+    def stop(self) -> bool:
+        """Tell the guard the run is over; True when nothing the run started is left (its cgroup
+        was empty and is removed). The usual end: removing the empty cgroup here leaves the guard
+        nothing to do but exit, where its own `rmdir` (a fork and exec) and the wait for it took
+        4-20 ms of every run's exit (issue 23). Otherwise the guard kills what is left."""
+        emptied = False
         if self.cgroup_procs_fd >= 0:
             os.close(self.cgroup_procs_fd)
             self.cgroup_procs_fd = -1
+        if self.cgroup is not None and self._write_fd is not None:
+            with contextlib.suppress(OSError):
+                with open(os.path.join(self.cgroup, "cgroup.procs"), "rb") as procs:
+                    empty = not procs.read(1)
+                if empty:
+                    os.rmdir(self.cgroup)
+                    emptied = True
+        if self._write_fd is not None:
+            os.close(self._write_fd)
+            self._write_fd = None
+        return emptied
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Kill everything still running under the guard and wait for the guard to finish."""
+        self.stop()
         _wait_exit(self._process, timeout)
 
     def describe(self) -> dict[str, object]:
