@@ -156,6 +156,16 @@ async def test_a_body_delimited_by_the_close_is_read_to_the_end_and_not_reused()
     assert len(connections) == 2
 
 
+async def test_bytes_past_a_chunked_response_keep_its_connection_from_reuse() -> None:
+    ok = head(transfer_encoding="chunked") + chunked(SSE) + b"HTTP/1.1 200 OK\r\n"
+    async with serve(answer(ok, ok)) as (url, _, connections):
+        wire = client()
+        assert await lines_of(wire, url) == (200, EXPECTED_LINES)
+        assert await lines_of(wire, url) == (200, EXPECTED_LINES)
+        await wire.aclose()
+    assert len(connections) == 2
+
+
 async def test_one_connection_serves_every_request_of_a_run() -> None:
     ok = head(content_length=str(len(SSE))) + SSE
     async with serve(answer(ok, ok, ok)) as (url, requests, connections):

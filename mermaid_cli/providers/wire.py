@@ -199,7 +199,7 @@ class WireClient:
             if status in (204, 304) or 100 <= status < 200:
                 return
             if "chunked" in headers.get("transfer-encoding", "").lower():
-                raw = _chunked(conn.reader, self._timeout)
+                raw = _chunked(conn.reader, self._timeout, headers)
             elif "content-length" in headers:
                 raw = _sized(conn.reader, _length(headers["content-length"]), self._timeout)
             else:
@@ -325,39 +325,57 @@ async def _sized(reader: asyncio.StreamReader, length: int, timeout: float) -> A
         yield chunk
 
 
-async def _chunked(reader: asyncio.StreamReader, timeout: float) -> AsyncIterator[bytes]:
+class _Feed:
+    """The socket's bytes in one buffer, read a block at a time: a chunked body's framing is parsed
+    from what has arrived (most reads carry several small chunks, one per streamed event), so a
+    timeout is armed per socket read, not three per chunk."""
+
+    def __init__(self, reader: asyncio.StreamReader, timeout: float) -> None:
+        self.reader, self.timeout, self.buf = reader, timeout, bytearray()
+
+    async def more(self, where: str) -> None:
+        async with asyncio.timeout(self.timeout):
+            data = await self.reader.read(CHUNK)
+        if not data:
+            raise ConnectionLost(f"the response was cut {where}")
+        self.buf += data
+
+    async def line(self, where: str) -> bytes:
+        while (end := self.buf.find(b"\n")) < 0:
+            if len(self.buf) > MAX_HEAD:
+                raise ConnectionLost("a chunk header is too long")
+            await self.more(where)
+        line = bytes(self.buf[:end])
+        del self.buf[: end + 1]
+        return line.rstrip(b"\r")
+
+
+async def _chunked(
+    reader: asyncio.StreamReader, timeout: float, headers: dict[str, str]
+) -> AsyncIterator[bytes]:
+    feed = _Feed(reader, timeout)
     while True:
-        async with asyncio.timeout(timeout):
-            size_line = await _line(reader)
+        size_line = await feed.line("between chunks")
         try:
             size = int(size_line.split(b";")[0].strip(), 16)
         except ValueError:
             raise ConnectionLost(f"a malformed chunk size: {size_line[:40]!r}") from None
         if size == 0:
-            async with asyncio.timeout(timeout):
-                while await _line(reader):  # trailers, up to the blank line
-                    pass
+            while await feed.line("in the trailers"):  # up to the blank line
+                pass
+            if feed.buf:
+                headers["connection"] = "close"  # bytes past the response: never reused
             return
         left = size
         while left > 0:
-            async with asyncio.timeout(timeout):
-                chunk = await reader.read(min(CHUNK, left))
-            if not chunk:
-                raise ConnectionLost("the response was cut inside a chunk")
-            left -= len(chunk)
-            yield chunk
-        async with asyncio.timeout(timeout):
-            if await _line(reader):
-                raise ConnectionLost("a chunk is longer than its size says")
-
-
-async def _line(reader: asyncio.StreamReader) -> bytes:
-    try:
-        return (await reader.readuntil(b"\n")).rstrip(b"\r\n")
-    except asyncio.IncompleteReadError:
-        raise ConnectionLost("the response was cut between chunks") from None
-    except asyncio.LimitOverrunError:
-        raise ConnectionLost("a chunk header is too long") from None
+            if not feed.buf:
+                await feed.more("inside a chunk")
+            piece = bytes(feed.buf[:left])
+            del feed.buf[: len(piece)]
+            left -= len(piece)
+            yield piece
+        if await feed.line("after a chunk"):
+            raise ConnectionLost("a chunk is longer than its size says")
 
 
 async def _until_close(reader: asyncio.StreamReader, timeout: float) -> AsyncIterator[bytes]:
