@@ -286,6 +286,21 @@ async def test_the_transport_maps_statuses_and_refusals_like_before() -> None:
     assert refused.value.code == "connect" and not isinstance(refused.value, Retryable)
 
 
+async def test_a_name_whose_every_address_refuses_is_a_final_connect_error() -> None:
+    """`localhost` may name ::1 and 127.0.0.1; both refusing is still "nothing listens there"."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    transport = HttpTransport("openai", base_url=f"http://localhost:{port}/v1")
+    with pytest.raises(ProviderError) as refused:
+        async for _ in transport.stream_events(f"http://localhost:{port}/v1/chat", {}, b"{}"):
+            pass
+    await transport.aclose()
+    assert refused.value.code == "connect" and not isinstance(refused.value, Retryable)
+
+
 def test_only_a_named_proxy_counts_as_configured() -> None:
     assert not proxy_configured({"NO_PROXY": "127.0.0.1,localhost"})
     assert proxy_configured({"HTTPS_PROXY": "http://proxy:3128"})

@@ -163,13 +163,18 @@ class WireClient:
                     ssl=context,
                     server_hostname=host if context is not None else None,
                     limit=MAX_HEAD,
+                    # a name with IPv6 and IPv4 addresses: the next address is tried after 250 ms
+                    # (RFC 8305), not after a black-holed IPv6 connect times out
+                    happy_eyeballs_delay=0.25,
                 )
         except TimeoutError:
             raise WireTimeout(f"no connection within {self._connect_timeout:g}s") from None
         except ConnectionRefusedError as exc:
             raise ConnectFailed(str(exc) or "connection refused", refused=True) from None
         except (OSError, ssl.SSLError) as exc:
-            raise ConnectFailed(str(exc) or type(exc).__name__, refused=False) from None
+            # every address of a name refused: asyncio reports them as one "Multiple exceptions"
+            refused = not isinstance(exc, ssl.SSLError) and "[Errno 111]" in str(exc)
+            raise ConnectFailed(str(exc) or type(exc).__name__, refused=refused) from None
         return Connection(reader, writer)
 
     async def _exchange(self, conn: Connection, data: bytes, *, reused: bool) -> Response:
