@@ -294,3 +294,29 @@ def test_a_comparison_that_fails_when_the_run_settles_is_a_note_not_an_internal_
     assert out.code == 0, out.stderr
     assert out.events[-1]["type"] == "result" and out.events[-1]["status"] == "success"
     assert "cannot compute the run's diff" in out.stderr
+
+
+def test_a_watched_cheap_comparison_after_a_batch_runs_in_place(tmp_path: Path, monkeypatch) -> None:
+    """With the kernel reporting changes, the comparison after a tool batch is done on the spot
+    (no thread to start, no GIL handed back and forth) and is ready when the run ends."""
+    import threading
+
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "a.txt").write_text("a\n")
+    snap = WorkspaceSnapshot.take(project)
+    try:
+        if snap.stat is None or snap.stat.watch is None:
+            pytest.skip("no inotify watch on this kernel: the thread path is the only one")
+        started: list[str] = []
+        real_start = threading.Thread.start
+        monkeypatch.setattr(
+            threading.Thread, "start", lambda self: started.append(self.name) or real_start(self)
+        )
+        (project / "b.txt").write_text("b\n")
+        snap.changed()
+        assert started == [] and snap._worker is None
+        assert snap._result is not None and "b.txt" in snap._result[1]
+        assert snap.changed_files() == ["b.txt"]
+    finally:
+        snap.close()

@@ -9,8 +9,9 @@ the kernel's reports (`workspace_watch`) or one `find` tell what to compare (`wo
 
 Cost at the end of a run: after each batch of tool calls the runner calls `changed()`; when the
 last comparison was cheap (<= REFRESH_MAX_S) and the worker has used at most REFRESH_SHARE of the
-run's time so far, it is redone at once on a worker thread while the model answers, so the end
-of the run usually finds the answer ready. Otherwise (a large tree, a long run of quick turns) the
+run's time so far, it is redone at once on a worker thread while the model answers (in place when
+the kernel's change reports make it cost under INLINE_MAX_S), so the end of the run usually finds
+the answer ready. Otherwise (a large tree, a long run of quick turns) the
 comparison happens once, at the end. A background process, a cancelled call or `--verify` makes
 the runner ask for a fresh one at the end.
 """
@@ -36,6 +37,8 @@ REFRESH_MAX_S = 0.5
 #: comparisons on the worker take at most this share of the run's time so far: a long run of
 #: quick turns compares at the end rather than after every batch
 REFRESH_SHARE = 0.2
+#: a stat comparison that last took at most this long is redone in place, not on a thread
+INLINE_MAX_S = 0.002
 
 
 @functools.cache
@@ -188,9 +191,15 @@ class WorkspaceSnapshot:
             # of the run compared again, two git calls after the last response)
             self._again = True
             return
-        if self._worth_refreshing():
-            self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
-            self._worker.start()
+        if not self._worth_refreshing():
+            return
+        if self.stat is not None and self.stat.watch is not None and self._last_cost <= INLINE_MAX_S:
+            # a comparison the kernel's change reports keep this cheap is pure Python: on a thread
+            # it holds the GIL all the same, and starting the thread costs more than it does
+            self._refresh()
+            return
+        self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
+        self._worker.start()
 
     def _worth_refreshing(self) -> bool:
         if self._last_cost > REFRESH_MAX_S:
