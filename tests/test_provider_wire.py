@@ -207,6 +207,25 @@ async def test_a_kept_connection_the_server_dropped_is_replaced_silently() -> No
     assert len(connections) == 2 and len(requests) == 3
 
 
+async def test_a_kept_connection_cut_after_part_of_a_head_is_an_error_not_a_resend() -> None:
+    """Once a byte of the answer came, the server had the request: it is never sent twice."""
+    ok = head(content_length=str(len(SSE))) + SSE
+
+    async def script(reader, writer, requests):  # type: ignore[no-untyped-def]
+        await answer(ok, keep_open=False)(reader, writer, requests)
+        requests.append(await read_request(reader))
+        writer.write(b"HTTP/1.1 200")
+        await writer.drain()
+
+    async with serve(script) as (url, requests, connections):
+        wire = client()
+        assert await lines_of(wire, url) == (200, EXPECTED_LINES)
+        with pytest.raises(ConnectionLost, match="middle of a response head"):
+            await lines_of(wire, url)
+        await wire.aclose()
+    assert len(connections) == 1 and len(requests) == 2
+
+
 async def test_a_fresh_connection_closed_unanswered_is_an_error_not_a_resend() -> None:
     async def script(reader, writer, requests):  # type: ignore[no-untyped-def]
         requests.append(await read_request(reader))

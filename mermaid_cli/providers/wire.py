@@ -180,8 +180,13 @@ class WireClient:
     async def _exchange(self, conn: Connection, data: bytes, *, reused: bool) -> Response:
         try:
             async with asyncio.timeout(self._timeout):
-                conn.writer.write(data)
-                await conn.writer.drain()
+                try:
+                    conn.writer.write(data)
+                    await conn.writer.drain()
+                except (OSError, ssl.SSLError):
+                    if reused:
+                        raise _Stale from None  # the server had closed it: nothing was read
+                    raise
                 while True:
                     status, headers = await _read_head(conn.reader, reused=reused)
                     if status >= 200 or status == 101:
@@ -192,8 +197,6 @@ class WireClient:
         except TimeoutError:
             raise WireTimeout("timed out waiting for the response") from None
         except (OSError, ssl.SSLError) as exc:
-            if reused:
-                raise _Stale from None
             raise ConnectionLost(f"{type(exc).__name__}: {exc}") from None
         _ack_promptly(conn)
         return Response(status, headers, self._body(conn, status, headers))
@@ -278,12 +281,22 @@ def _request_head(
 
 
 async def _read_head(reader: asyncio.StreamReader, *, reused: bool) -> tuple[int, dict[str, str]]:
+    # The first byte alone: a kept connection that ends (or resets) before it never carried this
+    # request to a server, so it may be sent again; once a byte has come, it may not.
     try:
-        raw = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError as exc:
-        if reused and not exc.partial:
+        first = await reader.read(1)
+    except (OSError, ssl.SSLError):
+        if reused:
             raise _Stale from None
-        raise ConnectionLost("the server closed the connection without a response") from None
+        raise
+    if not first:
+        if reused:
+            raise _Stale
+        raise ConnectionLost("the server closed the connection without a response")
+    try:
+        raw = first + await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        raise ConnectionLost("the server closed the connection in the middle of a response head") from None
     except asyncio.LimitOverrunError:
         raise ConnectionLost(f"the response head is over {MAX_HEAD} bytes") from None
     lines = raw.decode("latin-1").split("\r\n")
