@@ -320,6 +320,28 @@ async def test_a_name_whose_every_address_refuses_is_a_final_connect_error() -> 
     assert refused.value.code == "connect" and not isinstance(refused.value, Retryable)
 
 
+async def test_user_info_in_the_url_is_sent_as_basic_auth_never_as_part_of_the_target() -> None:
+    import base64
+
+    ok = head(content_length=str(len(SSE))) + SSE
+    async with serve(answer(ok)) as (url, requests, _):
+        wire = client()
+        with_user = url.replace("http://", "http://me:s%40cret@")
+        assert await lines_of(wire, with_user) == (200, EXPECTED_LINES)
+        await wire.aclose()
+    request = requests[0].decode()
+    assert f"authorization: Basic {base64.b64encode(b'me:s@cret').decode()}\r\n" in request
+    assert "s%40cret" not in request and "me:" not in request.split("\r\n")[0]
+
+
+async def test_a_url_with_a_bad_port_is_a_clear_final_error() -> None:
+    wire = client()
+    with pytest.raises(Exception, match="port is not a number") as caught:
+        async with wire.request("POST", "http://127.0.0.1:http/v1", {}, b"{}"):
+            pass
+    assert getattr(caught.value, "refused", False)
+
+
 def test_only_a_named_proxy_counts_as_configured() -> None:
     assert not proxy_configured({"NO_PROXY": "127.0.0.1,localhost"})
     assert proxy_configured({"HTTPS_PROXY": "http://proxy:3128"})

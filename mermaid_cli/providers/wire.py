@@ -122,7 +122,9 @@ class WireClient:
     async def request(
         self, method: str, url: str, headers: dict[str, str], body: bytes
     ) -> AsyncIterator[Response]:
-        origin, target, host_header = _parse(url)
+        origin, target, host_header, credentials = _parse(url)
+        if credentials is not None and not any(k.lower() == "authorization" for k in headers):
+            headers = {**headers, "authorization": credentials}
         head = _request_head(method, target, host_header, headers, len(body), self._user_agent)
         conn = self._idle.pop(origin, None)
         if conn is not None and not conn.usable:
@@ -245,17 +247,28 @@ def _ack_promptly(conn: Connection) -> None:
             pass
 
 
-def _parse(url: str) -> tuple[Origin, str, str]:
+def _parse(url: str) -> tuple[Origin, str, str, str | None]:
+    """(origin, request target, Host header, Basic credentials of a `user:password@` URL)."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise ConnectFailed("the URL's port is not a number", refused=True) from None
     if scheme not in ("http", "https") or not parts.hostname:
-        raise ConnectFailed(f"not an http(s) URL: {url}", refused=True)
-    port = parts.port or (443 if scheme == "https" else 80)
+        raise ConnectFailed("not an http(s) URL", refused=True)
     host = parts.hostname
     shown = f"[{host}]" if ":" in host else host
     host_header = shown if parts.port is None else f"{shown}:{port}"
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return (scheme, host, port), target, host_header
+    credentials = None
+    if parts.username is not None:  # as httpx did: the URL's user info becomes Basic auth
+        import base64
+        from urllib.parse import unquote
+
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        credentials = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+    return (scheme, host, port), target, host_header, credentials
 
 
 def _request_head(
