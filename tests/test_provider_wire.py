@@ -334,6 +334,21 @@ async def test_user_info_in_the_url_is_sent_as_basic_auth_never_as_part_of_the_t
     assert "s%40cret" not in request and "me:" not in request.split("\r\n")[0]
 
 
+async def test_a_failed_connection_never_names_the_urls_password() -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://me:hunter2-secret@127.0.0.1:{port}/v1"
+    transport = HttpTransport("openai", base_url=url)
+    with pytest.raises(ProviderError) as refused:
+        async for _ in transport.stream_events(url + "/chat", {}, b"{}"):
+            pass
+    await transport.aclose()
+    assert "hunter2" not in str(refused.value) and f"http://127.0.0.1:{port}/v1/chat" in str(refused.value)
+
+
 async def test_a_url_with_a_bad_port_is_a_clear_final_error() -> None:
     wire = client()
     with pytest.raises(Exception, match="port is not a number") as caught:

@@ -134,6 +134,8 @@ def map_stream_error(provider: str, payload: dict[str, Any]) -> ProviderError:
 def map_transport_error(provider: str, url: str, exc: Exception) -> ProviderError:
     from mermaid_cli.providers import wire
 
+    url = without_user_info(url)  # a `user:password@` base URL: the message reaches stdout
+
     if isinstance(exc, wire.WireError):
         return _map_wire_error(provider, url, exc)
     import httpx
@@ -153,6 +155,15 @@ def map_transport_error(provider: str, url: str, exc: Exception) -> ProviderErro
     return Retryable(
         f"{provider}: connection to {url} failed: {type(exc).__name__}: {exc}", code="connection"
     )
+
+
+def without_user_info(url: str) -> str:
+    """`url` without the `user:password@` part, for a message."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if not sep or "@" not in authority:
+        return url
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
 
 
 def _map_wire_error(provider: str, url: str, exc: Exception) -> ProviderError:
