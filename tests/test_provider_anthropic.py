@@ -132,6 +132,30 @@ async def test_request_prefix_is_byte_stable_across_turns() -> None:
         assert len(later) > len(earlier)
 
 
+async def test_kept_messages_carry_one_breakpoint_and_encode_as_the_whole_body() -> None:
+    """The wire form of each message is kept between turns and encoded once; the cache breakpoint
+    is on a copy, so only the last message of each request carries it, and the bytes are exactly
+    the whole body's own encoding."""
+    from mermaid_cli.providers.http import encode
+
+    script = [turn(call(f"t{i}", "read_file", {"path": str(i)})) for i in range(3)] + [turn(text("done"))]
+    with FakeProviderServer(script) as server:
+        provider = AnthropicProvider(endpoint(server))
+        messages = [Message.user_text("task")]
+        for _ in range(4):
+            result = await provider.turn(request(*messages, tools=OUR_TOOLS), RecordingSink())
+            messages += [
+                result.message,
+                Message(role="user", content=(ToolResultBlock(call_id="x", content="ok"),)),
+            ]
+        sent = bodies(server)
+        raws = [r["raw"] for r in server.requests]
+    for body, raw in zip(sent, raws, strict=True):
+        marked = [m for m in body["messages"] if any("cache_control" in b for b in m["content"])]
+        assert marked == [body["messages"][-1]]
+        assert raw == encode(body)
+
+
 async def test_thinking_budget_and_reasoning_round_trip() -> None:
     thinking = {"type": "reasoning", "text": "step by step", "signature": "sig-abc"}
     redacted = {"type": "reasoning", "redacted": "opaque-data"}

@@ -9,6 +9,7 @@ order and `messages` last, so everything before the last message is byte-identic
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from mermaid_cli.core.arguments import parse_tool_arguments
@@ -31,9 +32,9 @@ from mermaid_cli.providers.base import TurnSink
 from mermaid_cli.providers.errors import StreamCut, map_stream_error
 from mermaid_cli.providers.fallbacks import Fallbacks, with_fallbacks
 from mermaid_cli.providers.http import (
+    BodyEncoder,
     Endpoint,
     HttpTransport,
-    encode,
     with_retries,
 )
 from mermaid_cli.providers.models import ModelFacts
@@ -84,6 +85,9 @@ class AnthropicProvider:
         self.fallbacks = Fallbacks()
         #: the `anthropic-beta` value the last request's native tools need (the computer tool)
         self._beta: str | None = None
+        #: each message's wire form, by message, for the messages the last request sent
+        self._wire: dict[int, tuple[Message, frozenset[str], dict[str, Any]]] = {}
+        self._encoder = BodyEncoder("messages")
 
     @property
     def native_rejected(self) -> bool:
@@ -139,14 +143,31 @@ class AnthropicProvider:
             body["context_management"] = {"edits": [{"type": COMPACT_EDIT, "trigger": trigger}]}
         # A native call goes back as the model wrote it only while that native tool is offered.
         offered = {n["name"] for n in natives}
-        messages = [m for m in (self._message(m, offered) for m in request.messages) if m["content"]]
-        if messages:
-            messages[-1]["content"][-1]["cache_control"] = dict(_EPHEMERAL)
+        messages = [m for m in self._messages(request.messages, offered) if m["content"]]
+        if messages:  # a copy carries the breakpoint: the kept message never does
+            last = messages[-1]
+            block = {**last["content"][-1], "cache_control": dict(_EPHEMERAL)}
+            messages[-1] = {**last, "content": [*last["content"][:-1], block]}
         body["messages"] = messages
         if "context_management" in body or _has_compaction(messages):
             # a compaction block already in the history goes back (verbatim) under its beta too
             self._beta = ",".join(b for b in (self._beta, COMPACT_BETA) if b)
         return body
+
+    def _messages(self, messages: Sequence[Message], offered: set[str]) -> list[dict[str, Any]]:
+        """The wire form of each message, kept between turns (the same objects each turn: the
+        body encoder then encodes each message once); only the messages still sent stay kept."""
+        key = frozenset(offered)
+        kept, self._wire = self._wire, {}
+        out = []
+        for message in messages:
+            hit = kept.get(id(message))
+            wire = hit[2] if hit is not None and hit[0] is message and hit[1] == key else None
+            if wire is None:
+                wire = self._message(message, offered)
+            self._wire[id(message)] = (message, key, wire)
+            out.append(wire)
+        return out
 
     def _message(self, message: Message, offered: set[str]) -> dict[str, Any]:
         blocks = (self._block(b, offered) for b in message.content)
@@ -219,7 +240,7 @@ class AnthropicProvider:
         )
 
     async def _send(self, body: dict[str, Any], sink: TurnSink) -> ModelTurn:
-        raw = encode(body)
+        raw = self._encoder.encode(body)
         headers = self.headers()  # the beta header of this body's native tools
         return await with_retries(
             lambda: self._attempt(raw, sink, headers),

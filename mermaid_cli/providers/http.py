@@ -46,6 +46,31 @@ def encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+class BodyEncoder:
+    """`encode(body)`, byte for byte, with each item of the growing conversation (`key`, the body's
+    last field) encoded once: a provider that hands back the same item objects turn after turn
+    (`anthropic.py` keeps them per message) re-encodes only what is new. Items are never mutated
+    after they are built, so an item's identity is its encoding."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._done: dict[int, tuple[object, bytes]] = {}
+
+    def encode(self, body: dict[str, Any]) -> bytes:
+        items = body.get(self.key)
+        if not isinstance(items, list) or not items or next(reversed(body)) != self.key:
+            return encode(body)
+        head = encode({**body, self.key: []})  # ends with `[]}`
+        done, self._done = self._done, {}
+        parts = []
+        for item in items:
+            hit = done.get(id(item))
+            data = hit[1] if hit is not None and hit[0] is item else encode(item)
+            self._done[id(item)] = (item, data)
+            parts.append(data)
+        return head[:-2] + b",".join(parts) + b"]}"
+
+
 @dataclass(frozen=True)
 class SSEEvent:
     event: str | None
