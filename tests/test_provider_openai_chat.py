@@ -140,6 +140,31 @@ async def test_arguments_not_an_object_and_prefix_stability() -> None:
     assert p2.startswith(p1) and len(p2) > len(p1)
 
 
+async def test_kept_messages_encode_as_the_whole_body_every_turn() -> None:
+    """Each message's wire form is kept and encoded once; every request is byte for byte the
+    encoding of its whole body, and each extends the one before."""
+    from mermaid_cli.providers.http import encode
+
+    script = [turn(call(f"c{i}", "read_file", {"path": str(i)})) for i in range(3)] + [turn(text("end"))]
+    with FakeProviderServer(script) as server:
+        provider = OpenAIChatProvider(endpoint(server, "groq", "m"))
+        history = [Message.user_text("hi")]
+        for _ in range(4):
+            result = await provider.turn(request(*history), RecordingSink())
+            calls = result.message.tool_calls
+            history += [
+                result.message,
+                Message(
+                    role="user", content=tuple(ToolResultBlock(call_id=c.id, content="ok") for c in calls)
+                ),
+            ]
+        sent = bodies(server)
+        raws = [r["raw"] for r in server.requests]
+    assert all(raw == encode(body) for body, raw in zip(sent, raws, strict=True))
+    prefixes = [split_last_item(raw, "messages") for raw in raws]
+    assert all(b.startswith(a) for a, b in zip(prefixes, prefixes[1:], strict=False))
+
+
 async def test_openrouter_reasoning_shape_and_openai_token_cap() -> None:
     with FakeProviderServer([turn(text("a")), turn(text("b"))]) as server:
         facts = facts_for("openrouter/x/y", {"openrouter/x/y": LLAMA_SETTINGS})

@@ -9,7 +9,6 @@ order and `messages` last, so everything before the last message is byte-identic
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from mermaid_cli.core.arguments import parse_tool_arguments
@@ -35,6 +34,7 @@ from mermaid_cli.providers.http import (
     BodyEncoder,
     Endpoint,
     HttpTransport,
+    KeptWire,
     with_retries,
 )
 from mermaid_cli.providers.models import ModelFacts
@@ -85,8 +85,8 @@ class AnthropicProvider:
         self.fallbacks = Fallbacks()
         #: the `anthropic-beta` value the last request's native tools need (the computer tool)
         self._beta: str | None = None
-        #: each message's wire form, by message, for the messages the last request sent
-        self._wire: dict[int, tuple[Message, frozenset[str], dict[str, Any]]] = {}
+        #: each message's wire form (keyed by the native tools offered), encoded once
+        self._wire: KeptWire[dict[str, Any]] = KeptWire()
         self._encoder = BodyEncoder("messages")
 
     @property
@@ -143,7 +143,8 @@ class AnthropicProvider:
             body["context_management"] = {"edits": [{"type": COMPACT_EDIT, "trigger": trigger}]}
         # A native call goes back as the model wrote it only while that native tool is offered.
         offered = {n["name"] for n in natives}
-        messages = [m for m in self._messages(request.messages, offered) if m["content"]]
+        wire = self._wire.forms(request.messages, frozenset(offered), lambda m: self._message(m, offered))
+        messages = [m for m in wire if m["content"]]
         if messages:  # a copy carries the breakpoint: the kept message never does
             last = messages[-1]
             block = {**last["content"][-1], "cache_control": dict(_EPHEMERAL)}
@@ -153,21 +154,6 @@ class AnthropicProvider:
             # a compaction block already in the history goes back (verbatim) under its beta too
             self._beta = ",".join(b for b in (self._beta, COMPACT_BETA) if b)
         return body
-
-    def _messages(self, messages: Sequence[Message], offered: set[str]) -> list[dict[str, Any]]:
-        """The wire form of each message, kept between turns (the same objects each turn: the
-        body encoder then encodes each message once); only the messages still sent stay kept."""
-        key = frozenset(offered)
-        kept, self._wire = self._wire, {}
-        out = []
-        for message in messages:
-            hit = kept.get(id(message))
-            wire = hit[2] if hit is not None and hit[0] is message and hit[1] == key else None
-            if wire is None:
-                wire = self._message(message, offered)
-            self._wire[id(message)] = (message, key, wire)
-            out.append(wire)
-        return out
 
     def _message(self, message: Message, offered: set[str]) -> dict[str, Any]:
         blocks = (self._block(b, offered) for b in message.content)

@@ -16,9 +16,9 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from mermaid_cli.core.errors import ProviderError
 from mermaid_cli.providers.errors import Retryable, map_http_error, map_transport_error
@@ -27,11 +27,13 @@ from mermaid_cli.providers.tls import TlsContext, verified_context
 if TYPE_CHECKING:
     import httpx
 
+    from mermaid_cli.core.types import Message
     from mermaid_cli.providers.base import TurnSink
     from mermaid_cli.providers.models import ModelFacts
     from mermaid_cli.providers.wire import WireClient
 
 T = TypeVar("T")
+W = TypeVar("W")
 
 #: Attempts per turn, the first included. The run deadline usually ends retrying first.
 MAX_ATTEMPTS = 6
@@ -44,6 +46,25 @@ CONNECT_TIMEOUT = 10.0
 def encode(body: dict[str, Any]) -> bytes:
     """Deterministic compact JSON: the same request prefix always has the same bytes (caching)."""
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class KeptWire(Generic[W]):
+    """Each message's wire form, kept between turns by message identity (and `key`, what else the
+    form depends on): the same form objects go out turn after turn, which `BodyEncoder` encodes
+    once. Only the messages of the last request stay kept. A kept form is never mutated."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[object, object, W]] = {}
+
+    def forms(self, messages: Sequence[Message], key: object, build: Callable[[Message], W]) -> list[W]:
+        kept, self._kept = self._kept, {}
+        out = []
+        for message in messages:
+            hit = kept.get(id(message))
+            form = hit[2] if hit is not None and hit[0] is message and hit[1] == key else build(message)
+            self._kept[id(message)] = (message, key, form)
+            out.append(form)
+        return out
 
 
 class BodyEncoder:

@@ -26,9 +26,10 @@ from mermaid_cli.providers.base import TurnSink
 from mermaid_cli.providers.errors import StreamCut, map_stream_error
 from mermaid_cli.providers.fallbacks import Fallbacks, with_fallbacks
 from mermaid_cli.providers.http import (
+    BodyEncoder,
     Endpoint,
     HttpTransport,
-    encode,
+    KeptWire,
     with_retries,
 )
 from mermaid_cli.providers.openai_responses import data_url, parse_arguments
@@ -54,6 +55,9 @@ class OpenAIChatProvider:
         )
         #: what this run's requests leave out since the server refused it (see fallbacks.py)
         self.fallbacks = Fallbacks()
+        #: each message's wire messages, encoded once
+        self._wire: KeptWire[list[dict[str, Any]]] = KeptWire()
+        self._encoder = BodyEncoder("messages")
 
     @property
     def url(self) -> str:
@@ -102,8 +106,8 @@ class OpenAIChatProvider:
         messages: list[dict[str, Any]] = (
             [{"role": "system", "content": request.system}] if request.system else []
         )
-        for message in request.messages:
-            messages.extend(_messages(message))
+        for forms in self._wire.forms(request.messages, None, _messages):
+            messages.extend(forms)
         body["messages"] = messages
         return body
 
@@ -113,7 +117,7 @@ class OpenAIChatProvider:
         )
 
     async def _send(self, body: dict[str, Any], sink: TurnSink) -> ModelTurn:
-        raw = encode(body)
+        raw = self._encoder.encode(body)
         attempt = self._attempt if body.get("stream") else self._attempt_whole
         return await with_retries(
             lambda: attempt(raw, sink), sink, deadline=self.endpoint.deadline, secrets=self.endpoint.secrets
