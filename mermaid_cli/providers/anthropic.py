@@ -86,7 +86,7 @@ class AnthropicProvider:
         #: the `anthropic-beta` value the last request's native tools need (the computer tool)
         self._beta: str | None = None
         #: each message's wire form (keyed by the native tools offered), encoded once
-        self._wire: KeptWire[dict[str, Any]] = KeptWire()
+        self._wire: KeptWire[Message, dict[str, Any]] = KeptWire()
         self._encoder = BodyEncoder("messages")
 
     @property

@@ -132,29 +132,39 @@ def map_stream_error(provider: str, payload: dict[str, Any]) -> ProviderError:
 
 
 def map_transport_error(provider: str, url: str, exc: Exception) -> ProviderError:
+    """A failure of Mermaid's own client (`wire.py`) or of httpx (proxies, Bedrock), read alike."""
+    url = without_user_info(url)  # a `user:password@` base URL: the message reaches stdout
+    kind, detail = _transport_failure(exc)
+    if kind == "connect":
+        # Nothing listens there: nearly always a wrong base URL, so fail fast and name it.
+        return ProviderError(f"{provider}: cannot connect to {url}: {detail}", code="connect")
+    if kind == "connect_retry":
+        # A reset during the handshake, a DNS blip: transient, retried like a 5xx (as the SDKs do).
+        return Retryable(f"{provider}: cannot connect to {url}: {detail}", code="connect_retry")
+    if kind == "timeout":
+        return Retryable(f"{provider}: request to {url} timed out", code="timeout")
+    return Retryable(f"{provider}: connection to {url} failed: {detail}", code="connection")
+
+
+def _transport_failure(exc: Exception) -> tuple[str, str]:
+    """(kind: connect, connect_retry, timeout or connection; what the message says of it)."""
     from mermaid_cli.providers import wire
 
-    url = without_user_info(url)  # a `user:password@` base URL: the message reaches stdout
-
+    if isinstance(exc, wire.ConnectFailed):
+        return ("connect" if exc.refused else "connect_retry"), str(exc)
+    if isinstance(exc, wire.WireTimeout):
+        return "timeout", ""
     if isinstance(exc, wire.WireError):
-        return _map_wire_error(provider, url, exc)
+        return "connection", str(exc)
     import httpx
 
     if isinstance(exc, httpx.ConnectError) and _refused(exc):
-        # Nothing listens there: nearly always a wrong base URL, so fail fast and name it.
-        return ProviderError(
-            f"{provider}: cannot connect to {url}: {exc or 'connection refused'}", code="connect"
-        )
+        return "connect", str(exc) or "connection refused"
     if isinstance(exc, httpx.ConnectError):
-        # A reset during the handshake, a DNS blip: transient, retried like a 5xx (as the SDKs do).
-        return Retryable(
-            f"{provider}: cannot connect to {url}: {exc or type(exc).__name__}", code="connect_retry"
-        )
+        return "connect_retry", str(exc) or type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
-        return Retryable(f"{provider}: request to {url} timed out", code="timeout")
-    return Retryable(
-        f"{provider}: connection to {url} failed: {type(exc).__name__}: {exc}", code="connection"
-    )
+        return "timeout", ""
+    return "connection", f"{type(exc).__name__}: {exc}"
 
 
 def without_user_info(url: str) -> str:
@@ -164,19 +174,6 @@ def without_user_info(url: str) -> str:
     if not sep or "@" not in authority:
         return url
     return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
-
-
-def _map_wire_error(provider: str, url: str, exc: Exception) -> ProviderError:
-    """The same reading as httpx's failures below, for Mermaid's own client (`wire.py`)."""
-    from mermaid_cli.providers import wire
-
-    if isinstance(exc, wire.ConnectFailed) and exc.refused:
-        return ProviderError(f"{provider}: cannot connect to {url}: {exc}", code="connect")
-    if isinstance(exc, wire.ConnectFailed):
-        return Retryable(f"{provider}: cannot connect to {url}: {exc}", code="connect_retry")
-    if isinstance(exc, wire.WireTimeout):
-        return Retryable(f"{provider}: request to {url} timed out", code="timeout")
-    return Retryable(f"{provider}: connection to {url} failed: {exc}", code="connection")
 
 
 def _refused(exc: BaseException) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -27,12 +28,12 @@ from mermaid_cli.providers.tls import TlsContext, verified_context
 if TYPE_CHECKING:
     import httpx
 
-    from mermaid_cli.core.types import Message
     from mermaid_cli.providers.base import TurnSink
     from mermaid_cli.providers.models import ModelFacts
     from mermaid_cli.providers.wire import WireClient
 
 T = TypeVar("T")
+I = TypeVar("I")  # noqa: E741 - an item
 W = TypeVar("W")
 
 #: Attempts per turn, the first included. The run deadline usually ends retrying first.
@@ -48,48 +49,41 @@ def encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-class KeptWire(Generic[W]):
-    """Each message's wire form, kept between turns by message identity (and `key`, what else the
-    form depends on): the same form objects go out turn after turn, which `BodyEncoder` encodes
-    once. Only the messages of the last request stay kept. A kept form is never mutated."""
+class KeptWire(Generic[I, W]):
+    """What was made of each item (a message's wire form, an item's encoding), kept between turns
+    by the item's identity and `key` (what else it depends on): the conversation's items are the
+    same objects turn after turn, so each is made once. Only the last call's items stay kept. A
+    kept result is never mutated."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[object, object, W]] = {}
+        self._kept: dict[int, tuple[I, object, W]] = {}
 
-    def forms(self, messages: Sequence[Message], key: object, build: Callable[[Message], W]) -> list[W]:
+    def forms(self, items: Sequence[I], key: object, make: Callable[[I], W]) -> list[W]:
         kept, self._kept = self._kept, {}
         out = []
-        for message in messages:
-            hit = kept.get(id(message))
-            form = hit[2] if hit is not None and hit[0] is message and hit[1] == key else build(message)
-            self._kept[id(message)] = (message, key, form)
+        for item in items:
+            hit = kept.get(id(item))
+            form = hit[2] if hit is not None and hit[0] is item and hit[1] == key else make(item)
+            self._kept[id(item)] = (item, key, form)
             out.append(form)
         return out
 
 
 class BodyEncoder:
     """`encode(body)`, byte for byte, with each item of the growing conversation (`key`, the body's
-    last field) encoded once: a provider that hands back the same item objects turn after turn
-    (`anthropic.py` keeps them per message) re-encodes only what is new. Items are never mutated
-    after they are built, so an item's identity is its encoding."""
+    last field) encoded once: the providers hand back the same item objects turn after turn (their
+    `KeptWire` of messages), so only what is new is encoded."""
 
     def __init__(self, key: str) -> None:
         self.key = key
-        self._done: dict[int, tuple[object, bytes]] = {}
+        self._encoded: KeptWire[Any, bytes] = KeptWire()
 
     def encode(self, body: dict[str, Any]) -> bytes:
         items = body.get(self.key)
         if not isinstance(items, list) or not items or next(reversed(body)) != self.key:
             return encode(body)
         head = encode({**body, self.key: []})  # ends with `[]}`
-        done, self._done = self._done, {}
-        parts = []
-        for item in items:
-            hit = done.get(id(item))
-            data = hit[1] if hit is not None and hit[0] is item else encode(item)
-            self._done[id(item)] = (item, data)
-            parts.append(data)
-        return head[:-2] + b",".join(parts) + b"]}"
+        return head[:-2] + b",".join(self._encoded.forms(items, None, encode)) + b"]}"
 
 
 @dataclass(frozen=True)
@@ -209,8 +203,6 @@ class HttpTransport:
         timeout: float = 600.0,
         connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
-        import os
-
         self.provider = provider
         #: started now, so an https endpoint's CA bundle loads while the run assembles
         self._tls = TlsContext(base_url)
@@ -285,10 +277,13 @@ class HttpTransport:
     ) -> AsyncIterator[SSEEvent]:
         import httpx
 
+        from mermaid_cli.providers.wire import ack_promptly
+
         client = self.client()
         try:
             async with client.stream("POST", url, headers=headers, content=body) as response:
-                _ack_promptly(response)
+                stream = response.extensions.get("network_stream")
+                ack_promptly(stream.get_extra_info("socket") if stream is not None else None)
                 if response.status_code >= 300:
                     raw = (await response.aread()).decode("utf-8", "replace")
                     raise map_http_error(self.provider, response.status_code, raw, response.headers)
@@ -354,24 +349,6 @@ def _charset(content_type: str) -> str:
             except LookupError:
                 break
     return "utf-8"
-
-
-def _ack_promptly(response: httpx.Response) -> None:
-    """ACK each part of the response body as soon as it is read. On a reused connection the kernel
-    sees a request/response rhythm and delays its ACKs (up to 40 ms); a server that leaves Nagle
-    on (Python's http.server, local model servers, the benchmarks' fake model) then sends each
-    SSE event only once the previous one is ACKed: ~40 ms added to every turn, the last turn
-    (the exit) included. TCP_QUICKACK leaves that mode until we send again (Linux only)."""
-    import socket
-
-    stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    quickack = getattr(socket, "TCP_QUICKACK", None)
-    if sock is not None and quickack is not None:
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
-        except OSError:  # not TCP (a Unix socket proxy): nothing to delay
-            pass
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ class OpenAIChatProvider:
         #: what this run's requests leave out since the server refused it (see fallbacks.py)
         self.fallbacks = Fallbacks()
         #: each message's wire messages, encoded once
-        self._wire: KeptWire[list[dict[str, Any]]] = KeptWire()
+        self._wire: KeptWire[Message, list[dict[str, Any]]] = KeptWire()
         self._encoder = BodyEncoder("messages")
 
     @property

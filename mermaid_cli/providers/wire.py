@@ -90,16 +90,17 @@ class Response:
         async for chunk in self.chunks():
             text = pending + decoder.decode(chunk)
             held = text.endswith("\r")  # maybe the first half of a \r\n split across chunks
-            if held:
-                text = text[:-1]
-            parts = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-            pending = parts.pop() + ("\r" if held else "")
-            for line in parts:
+            *done, pending = _split_lines(text[:-1] if held else text)
+            pending += "\r" if held else ""
+            for line in done:
                 yield line
-        pending += decoder.decode(b"", final=True)
-        for line in pending.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        for line in _split_lines(pending + decoder.decode(b"", final=True)):
             if line:
                 yield line
+
+
+def _split_lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _utf8() -> codecs.IncrementalDecoder:
@@ -200,7 +201,7 @@ class WireClient:
             raise WireTimeout("timed out waiting for the response") from None
         except (OSError, ssl.SSLError) as exc:
             raise ConnectionLost(f"{type(exc).__name__}: {exc}") from None
-        _ack_promptly(conn)
+        ack_promptly(conn.writer.get_extra_info("socket"))
         return Response(status, headers, self._body(conn, status, headers))
 
     async def _body(self, conn: Connection, status: int, headers: dict[str, str]) -> AsyncIterator[bytes]:
@@ -230,20 +231,19 @@ class WireClient:
             conn.close()
 
 
-def _ack_promptly(conn: Connection) -> None:
-    """ACK each part of the body as soon as it is read. On a reused connection the kernel sees a
-    request/response rhythm and delays its ACKs (up to 40 ms); a server that leaves Nagle on
-    (Python's http.server, local model servers, the benchmarks' fake model) then sends each SSE
+def ack_promptly(sock: object) -> None:
+    """ACK each part of a response body as soon as it is read. On a reused connection the kernel
+    sees a request/response rhythm and delays its ACKs (up to 40 ms); a server that leaves Nagle
+    on (Python's http.server, local model servers, the benchmarks' fake model) then sends each SSE
     event only once the previous one is ACKed: ~40 ms on every turn, the last one (the exit)
     included. TCP_QUICKACK leaves that mode until we send again (Linux only)."""
     import socket
 
-    sock = conn.writer.get_extra_info("socket")
     quickack = getattr(socket, "TCP_QUICKACK", None)
     if sock is not None and quickack is not None:
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
-        except OSError:  # not TCP: nothing to delay
+            sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)  # type: ignore[attr-defined]
+        except OSError:  # not TCP (a Unix socket proxy): nothing to delay
             pass
 
 

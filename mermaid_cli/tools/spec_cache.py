@@ -75,26 +75,31 @@ def load(cache_dir: Path, key: str) -> Entry | None:
 
 
 def save(cache_dir: Path, key: str, registry: ToolRegistry, group_of: Mapping[str, str]) -> None:
+    specs = registry.specs()
     data = {
-        "specs": [s.model_dump(mode="json") for s in registry.specs()],
+        "specs": [s.model_dump(mode="json") for s in specs],
         "absent": registry.absent,
-        "groups": {name: group_of[name] for name in registry.names() if name in group_of},
+        "groups": {s.name: group_of[s.name] for s in specs if s.name in group_of},
     }
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = cache_dir / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, cache_dir / f"{key}.json")
-    except OSError:
-        pass  # a cache is an optimisation, never a reason to fail a run
+    _put(cache_dir, key, json.dumps(data).encode("utf-8"))
 
 
 def adopt(source: Path, cache_dir: Path, key: str) -> None:
     """Copy a cache entry found in the shared dir into this data dir's cache."""
     try:
+        data = (source / f"{key}.json").read_bytes()
+    except OSError:
+        return
+    _put(cache_dir, key, data)
+
+
+def _put(cache_dir: Path, key: str, data: bytes) -> None:
+    """Write an entry whole (a temp file renamed over it); a cache is an optimisation, never a
+    reason to fail a run, and needs no flush to disk."""
+    try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = cache_dir / f".{key}.{os.getpid()}.tmp"
-        tmp.write_bytes((source / f"{key}.json").read_bytes())
+        tmp.write_bytes(data)
         os.replace(tmp, cache_dir / f"{key}.json")
     except OSError:
         pass
@@ -148,8 +153,8 @@ class CachedRegistry(ToolRegistry):
         return self._loaded_groups.issuperset(self._groups)
 
     def get(self, name: str) -> Tool | None:
-        group = self._group_of.get(name)
-        if group is not None and name in self._cached_by_name:
+        group = self._group_of.get(name)  # a cached built-in's group (load checks every one has one)
+        if group is not None:
             self._load_group(group)
         return super().get(name)  # not a built-in: the dynamic sources need no built-in loaded
 
