@@ -242,3 +242,27 @@ def test_tool_started_shows_the_resolved_files_and_operations(project, tmp_path)
         {"path": os.path.realpath(outside / "new.txt"), "operation": "create"},  # through the link
     ]
     assert started[1]["targets"] == [{"path": f"{root}/old.txt", "operation": "read"}]
+
+
+def test_the_targets_an_event_showed_are_judged_once_then_resolved_again(project: Path, home: Path) -> None:
+    """`targets_for` (the `tool_started` event) and that call's check resolve the files once; the
+    next check resolves them afresh: a link re-pointed since is judged where it now points."""
+    (project / "sub").mkdir()
+    (project / "link").symlink_to(project / "sub")
+    gate = make_gate(project, "full_access")
+    args = {"path": "link/authorized_keys", "content": "k"}
+    shown = gate.targets_for(TOOLS["write_file"], args)
+    assert shown == [{"path": f"{os.path.realpath(project)}/sub/authorized_keys", "operation": "create"}]
+    assert judge(gate, "write_file", args).decision.verdict == "allow"
+    (project / "link").unlink()
+    (project / "link").symlink_to(home / ".ssh")
+    result = judge(gate, "write_file", args)  # no event in between: nothing kept to reuse
+    assert (result.decision.verdict, result.decision.by) == ("deny", "hard_deny")
+
+
+def test_targets_shown_for_one_call_are_never_judged_for_another(project: Path, home: Path) -> None:
+    (project / "sshlink").symlink_to(home / ".ssh")
+    gate = make_gate(project, "full_access")
+    gate.targets_for(TOOLS["write_file"], {"path": "fine.txt", "content": "k"})
+    result = judge(gate, "write_file", {"path": "sshlink/authorized_keys", "content": "k"})
+    assert (result.decision.verdict, result.decision.by) == ("deny", "hard_deny")

@@ -291,7 +291,11 @@ def json_schema() -> dict[str, Any]:
 def encode_line(event: _Event) -> bytes:
     """One JSONL line. Lone surrogates (undecodable bytes a tool produced) become U+FFFD-safe
     replacements, so every line is valid UTF-8 JSON whatever a tool printed."""
-    return (event.to_json() + "\n").encode("utf-8", errors="replace")
+    return _line_bytes(event.to_json())
+
+
+def _line_bytes(encoded: str) -> bytes:
+    return (encoded + "\n").encode("utf-8", errors="replace")
 
 
 class JsonlWriter:
@@ -304,6 +308,10 @@ class JsonlWriter:
 
     def write(self, event: _Event) -> None:
         self.write_bytes(encode_line(event))
+
+    def write_json(self, encoded: str) -> None:
+        """An event already encoded (`to_json()`)."""
+        self.write_bytes(_line_bytes(encoded))
 
     def write_bytes(self, data: bytes) -> None:
         if self.closed:

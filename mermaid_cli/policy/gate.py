@@ -52,6 +52,9 @@ class PolicyGate:
     allowed_outside: set[tuple[str, str]] = field(default_factory=set)
     _prompt_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _batches: MessageBatches = field(default_factory=MessageBatches)
+    #: the targets `targets_for` just resolved for a call's event, taken (once) by that call's
+    #: check: the decision judges exactly the files the event showed, resolved once
+    _shown: tuple[str, tuple[tuple[str, str], ...], list[FileTarget]] | None = None
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult).
@@ -62,14 +65,14 @@ class PolicyGate:
         from mermaid_cli.security.paths import PathRefused
 
         policy = self.settings.safety
-        root = self._root()
+        root = self._root()  # once per call: every part of this decision judges the same root
         arguments = _as_dict(args, call)
         new_args = None
         hook = None
         contexts: list[str] = []  # every round's additionalContext reaches the model, in order
         for _round in range(MAX_HOOK_ROUNDS + 1):
             try:
-                request, targets = self._request(tool, arguments)
+                request, targets = self._request(tool, arguments, root)
             except PathRefused as exc:
                 return _bad_input(tool.name, str(exc))
             for part in _per_target(request, targets):
@@ -114,10 +117,10 @@ class PolicyGate:
             request = replace(request, summary=batch.summary)
             async with batch.lock:
                 if batch.outcome is None:
-                    batch.outcome = await self._decide(call_id, tool, arguments, request, targets, hook)
+                    batch.outcome = await self._decide(call_id, tool, arguments, request, targets, hook, root)
             outcome = batch.outcome
         else:
-            outcome = await self._decide(call_id, tool, arguments, request, targets, hook)
+            outcome = await self._decide(call_id, tool, arguments, request, targets, hook, root)
         if outcome.verdict == "allow":
             self._grant(request, targets)
             context = "\n\n".join(contexts) or None
@@ -132,13 +135,13 @@ class PolicyGate:
         request: ActionRequest,
         targets: list[FileTarget],
         hook: Any,
+        root: Path,
     ) -> PolicyOutcome:
         """Rules, mode and floors per target (the worst decides), then the reviewer or a person:
         the outcome for `request`."""
         from mermaid_cli.policy.engine import evaluate
 
         policy = self.settings.safety
-        root = self._root()
         outcome: PolicyOutcome | None = None
         worst_op = "call"
         parts = _per_target(request, targets)
@@ -177,33 +180,47 @@ class PolicyGate:
 
     def targets_for(self, tool: Any, arguments: dict[str, Any]) -> list[dict[str, str]]:
         """`[{"path": resolved, "operation": ...}]` of a file tool's call, for an event that should
-        show what the gate judges (e.g. `tool_started`); [] for other tools or a bad path."""
-        from mermaid_cli.policy.requests import resolve_targets
+        show what the gate judges (e.g. `tool_started`); [] for other tools or a bad path. The
+        call's own check, next, judges these very targets instead of resolving them again."""
         from mermaid_cli.security.paths import PathRefused
 
         raw = tool.file_targets(arguments) if hasattr(tool, "file_targets") else None
+        if not raw:
+            return []
+        root = self._root()
         try:
-            targets = resolve_targets(self._root(), raw) if raw else []
+            targets = self._resolve(root, raw)
         except PathRefused:
             return []
+        self._shown = (str(root), tuple(raw), targets)
         return [{"path": t.path, "operation": t.operation} for t in targets]
 
     def _root(self) -> Path:
         return Path(os.path.realpath(self.project_root))
 
-    def _request(self, tool: Any, arguments: dict[str, Any]) -> tuple[ActionRequest, list[FileTarget]]:
+    def _resolve(self, root: Path, raw: Sequence[tuple[str, str]]) -> list[FileTarget]:
+        from mermaid_cli.policy.requests import resolve_targets
+
+        shown, self._shown = self._shown, None
+        if shown is not None and shown[0] == str(root) and shown[1] == tuple(raw):
+            return shown[2]
+        return resolve_targets(root, raw)
+
+    def _request(
+        self, tool: Any, arguments: dict[str, Any], root: Path
+    ) -> tuple[ActionRequest, list[FileTarget]]:
         """The request and, for a file tool, its resolved targets (PathRefused on a bad path)."""
-        from mermaid_cli.policy.requests import request_for_call, resolve_targets
+        from mermaid_cli.policy.requests import request_for_call
 
         raw = tool.file_targets(arguments) if hasattr(tool, "file_targets") else None
-        targets = resolve_targets(self._root(), raw) if raw else []
+        targets = self._resolve(root, raw) if raw else []
         request = request_for_call(
             tool.name,
             tool.category_for(arguments)
             if hasattr(tool, "category_for")
             else getattr(tool, "category", "read"),
             arguments,
-            project_root=self._root(),
+            project_root=root,
             mcp_read_only_hint=bool(getattr(tool, "read_only_hint", False)),
             targets=targets or None,
         )

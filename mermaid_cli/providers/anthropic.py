@@ -12,6 +12,7 @@ import json
 from typing import Any, ClassVar
 
 from mermaid_cli.core.arguments import parse_tool_arguments
+from mermaid_cli.core.kept import KeptForms, LastMade
 from mermaid_cli.core.types import (
     CONTEXT_FULL,
     Block,
@@ -23,6 +24,7 @@ from mermaid_cli.core.types import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolSpec,
     TurnRequest,
     Usage,
 )
@@ -34,7 +36,6 @@ from mermaid_cli.providers.http import (
     BodyEncoder,
     Endpoint,
     HttpTransport,
-    KeptWire,
     with_retries,
 )
 from mermaid_cli.providers.models import ModelFacts
@@ -86,8 +87,11 @@ class AnthropicProvider:
         #: the `anthropic-beta` value the last request's native tools need (the computer tool)
         self._beta: str | None = None
         #: each message's wire form (keyed by the native tools offered), encoded once
-        self._wire: KeptWire[Message, dict[str, Any]] = KeptWire()
+        self._wire: KeptForms[Message, dict[str, Any]] = KeptForms()
         self._encoder = BodyEncoder("messages")
+        #: the tools and system prompt, the same objects while their inputs are (encoded once)
+        self._tools: LastMade[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = LastMade()
+        self._system: LastMade[list[dict[str, Any]]] = LastMade()
 
     @property
     def native_rejected(self) -> bool:
@@ -104,17 +108,12 @@ class AnthropicProvider:
     def build_body(self, request: TurnRequest, *, native: bool | None = None) -> dict[str, Any]:
         done = self.fallbacks
         use_native = self.endpoint.native_tools and not done.native_tools if native is None else native
-        specs, natives = native_tools.anthropic_tools(request.tools, use_native, self.endpoint.model)
+        natives, tools = self._tools.get(
+            (*request.tools, use_native, self.endpoint.model),
+            lambda: self._wire_tools(request.tools, use_native),
+        )
         self._beta = native_tools.anthropic_beta(natives)
-        tools: list[dict[str, Any]] = [
-            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in specs
-        ]
-        tools.extend(dict(n) for n in natives)
-        system: list[dict[str, Any]] = [{"type": "text", "text": request.system}] if request.system else []
-        if tools:
-            tools[-1]["cache_control"] = dict(_EPHEMERAL)
-        elif system:
-            system[-1]["cache_control"] = dict(_EPHEMERAL)
+        system = self._system.get((request.system, bool(tools)), lambda: _system(request.system, bool(tools)))
         facts = self.endpoint.model_facts
         limits = request_limits(facts, request.max_output_tokens, request.reasoning)
         body: dict[str, Any] = {
@@ -154,6 +153,19 @@ class AnthropicProvider:
             # a compaction block already in the history goes back (verbatim) under its beta too
             self._beta = ",".join(b for b in (self._beta, COMPACT_BETA) if b)
         return body
+
+    def _wire_tools(
+        self, offered: tuple[ToolSpec, ...], use_native: bool
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(native tool definitions, the body's `tools`, the cache breakpoint on the last)."""
+        specs, natives = native_tools.anthropic_tools(offered, use_native, self.endpoint.model)
+        tools: list[dict[str, Any]] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in specs
+        ]
+        tools.extend(dict(n) for n in natives)
+        if tools:
+            tools[-1]["cache_control"] = dict(_EPHEMERAL)
+        return natives, tools
 
     def _message(self, message: Message, offered: set[str]) -> dict[str, Any]:
         blocks = (self._block(b, offered) for b in message.content)
@@ -256,6 +268,14 @@ class AnthropicProvider:
 
 def _has_compaction(messages: list[dict[str, Any]]) -> bool:
     return any(b.get("type") == "compaction" for m in messages for b in m["content"])
+
+
+def _system(text: str, tools: bool) -> list[dict[str, Any]]:
+    """The body's `system`; it carries the cache breakpoint when there are no tools to."""
+    system: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    if system and not tools:
+        system[-1]["cache_control"] = dict(_EPHEMERAL)
+    return system
 
 
 def _image(media_type: str, data: str) -> dict[str, Any]:

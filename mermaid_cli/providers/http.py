@@ -17,11 +17,12 @@ import json
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mermaid_cli.core.errors import ProviderError
+from mermaid_cli.core.kept import KeptForms
 from mermaid_cli.providers.errors import Retryable, map_http_error, map_transport_error
 from mermaid_cli.providers.tls import TlsContext, verified_context
 
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from mermaid_cli.providers.wire import WireClient
 
 T = TypeVar("T")
-I = TypeVar("I")  # noqa: E741 - an item
-W = TypeVar("W")
 
 #: Attempts per turn, the first included. The run deadline usually ends retrying first.
 MAX_ATTEMPTS = 6
@@ -44,46 +43,40 @@ MAX_DELAY = 30.0
 CONNECT_TIMEOUT = 10.0
 
 
-def encode(body: dict[str, Any]) -> bytes:
+def encode(body: object) -> bytes:
     """Deterministic compact JSON: the same request prefix always has the same bytes (caching)."""
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-class KeptWire(Generic[I, W]):
-    """What was made of each item (a message's wire form, an item's encoding), kept between turns
-    by the item's identity and `key` (what else it depends on): the conversation's items are the
-    same objects turn after turn, so each is made once. Only the last call's items stay kept. A
-    kept result is never mutated."""
-
-    def __init__(self) -> None:
-        self._kept: dict[int, tuple[I, object, W]] = {}
-
-    def forms(self, items: Sequence[I], key: object, make: Callable[[I], W]) -> list[W]:
-        kept, self._kept = self._kept, {}
-        out = []
-        for item in items:
-            hit = kept.get(id(item))
-            form = hit[2] if hit is not None and hit[0] is item and hit[1] == key else make(item)
-            self._kept[id(item)] = (item, key, form)
-            out.append(form)
-        return out
 
 
 class BodyEncoder:
     """`encode(body)`, byte for byte, with each item of the growing conversation (`key`, the body's
     last field) encoded once: the providers hand back the same item objects turn after turn (their
-    `KeptWire` of messages), so only what is new is encoded."""
+    `KeptForms` of messages), so only what is new is encoded. The other fields are encoded again
+    only when they are not the last turn's objects (the tools and system prompt a provider keeps
+    with `LastMade`) or strings equal to them."""
 
     def __init__(self, key: str) -> None:
         self.key = key
-        self._encoded: KeptWire[Any, bytes] = KeptWire()
+        self._encoded: KeptForms[Any, bytes] = KeptForms()
+        self._fields: dict[str, tuple[Any, bytes]] = {}
 
     def encode(self, body: dict[str, Any]) -> bytes:
         items = body.get(self.key)
         if not isinstance(items, list) or not items or next(reversed(body)) != self.key:
             return encode(body)
-        head = encode({**body, self.key: []})  # ends with `[]}`
-        return head[:-2] + b",".join(self._encoded.forms(items, None, encode)) + b"]}"
+        kept, self._fields = self._fields, {}
+        parts = []
+        for name, value in body.items():
+            if name == self.key:
+                break
+            hit = kept.get(name)
+            # the same object, or an equal string (1 == True == 1.0 would encode differently)
+            same = hit is not None and (hit[0] is value or (type(value) is str and hit[0] == value))
+            encoded = hit[1] if same and hit is not None else encode(value)
+            self._fields[name] = (value, encoded)
+            parts.append(encode(name) + b":" + encoded)
+        parts.append(encode(self.key) + b":[" + b",".join(self._encoded.forms(items, None, encode)) + b"]")
+        return b"{" + b",".join(parts) + b"}"
 
 
 @dataclass(frozen=True)
@@ -100,26 +93,39 @@ class SSEEvent:
             ) from None
 
 
-async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
-    """Server-sent events from a line iterator (text/event-stream framing, comments skipped)."""
-    event: str | None = None
-    data: list[str] = []
-    async for raw in lines:
+class SSEParser:
+    """text/event-stream framing, a line at a time: the event a blank line completes, comments
+    skipped."""
+
+    def __init__(self) -> None:
+        self.event: str | None = None
+        self.data: list[str] = []
+
+    def line(self, raw: str) -> SSEEvent | None:
         line = raw.rstrip("\r\n")
         if not line:
-            if data:
-                yield SSEEvent(event, "\n".join(data))
-            event, data = None, []
-            continue
+            done = SSEEvent(self.event, "\n".join(self.data)) if self.data else None
+            self.event, self.data = None, []
+            return done
         if line.startswith(":"):
-            continue
+            return None
         field, _, value = line.partition(":")
         if value.startswith(" "):
             value = value[1:]
         if field == "event":
-            event = value
+            self.event = value
         elif field == "data":
-            data.append(value)
+            self.data.append(value)
+        return None
+
+
+async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
+    """Server-sent events from a line iterator (text/event-stream framing, comments skipped)."""
+    parser = SSEParser()
+    async for raw in lines:
+        event = parser.line(raw)
+        if event is not None:
+            yield event
     # An unterminated trailing event is a cut stream; callers notice the missing terminal event.
 
 
@@ -267,8 +273,12 @@ class HttpTransport:
                 if response.status >= 300:
                     raw = (await response.read()).decode("utf-8", "replace")
                     raise map_http_error(self.provider, response.status, raw, response.headers)
-                async for event in iter_sse(response.lines()):
-                    yield event
+                parser = SSEParser()
+                async for batch in response.line_batches():
+                    for line in batch:
+                        done = parser.line(line)
+                        if done is not None:
+                            yield done
         except WireError as exc:
             raise map_transport_error(self.provider, url, exc) from None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mermaid_cli.core.kept import KeptForms
 from mermaid_cli.core.types import (
     Block,
     ImageBlock,
@@ -29,7 +30,6 @@ from mermaid_cli.providers.http import (
     BodyEncoder,
     Endpoint,
     HttpTransport,
-    KeptWire,
     with_retries,
 )
 from mermaid_cli.providers.openai_responses import data_url, parse_arguments
@@ -56,7 +56,7 @@ class OpenAIChatProvider:
         #: what this run's requests leave out since the server refused it (see fallbacks.py)
         self.fallbacks = Fallbacks()
         #: each message's wire messages, encoded once
-        self._wire: KeptWire[Message, list[dict[str, Any]]] = KeptWire()
+        self._wire: KeptForms[Message, list[dict[str, Any]]] = KeptForms()
         self._encoder = BodyEncoder("messages")
 
     @property

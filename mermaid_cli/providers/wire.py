@@ -85,18 +85,26 @@ class Response:
 
     async def lines(self) -> AsyncIterator[str]:
         """Text lines (UTF-8), split at \\r\\n, \\n or \\r as httpx's `aiter_lines` splits them."""
+        async for batch in self.line_batches():
+            for line in batch:
+                yield line
+
+    async def line_batches(self) -> AsyncIterator[list[str]]:
+        """`lines()`, as the lines each read of the body completed (a streamed response is read
+        a few events at a time: one step per read, not per line)."""
         decoder = _utf8()
         pending = ""
-        async for chunk in self.chunks():
+        async for chunk in self._body:
             text = pending + decoder.decode(chunk)
             held = text.endswith("\r")  # maybe the first half of a \r\n split across chunks
             *done, pending = _split_lines(text[:-1] if held else text)
             pending += "\r" if held else ""
-            for line in done:
-                yield line
-        for line in _split_lines(pending + decoder.decode(b"", final=True)):
-            if line:
-                yield line
+            if done:
+                yield done
+        self.complete = True
+        rest = [line for line in _split_lines(pending + decoder.decode(b"", final=True)) if line]
+        if rest:
+            yield rest
 
 
 def _split_lines(text: str) -> list[str]:

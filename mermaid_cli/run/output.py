@@ -119,10 +119,13 @@ class Output:
             self._flush_streams()
         # stamped as it leaves, after any held-back text: `ts` never goes backwards in a stream
         self._stamp(event)
-        if self.format == "jsonl":
-            self.writer.write(event)
-        if self.session is not None and not isinstance(event, (ev.Text, ev.Reasoning)):
-            self.session.append("event", event=event.to_dict())
+        keep = self.session is not None and not isinstance(event, (ev.Text, ev.Reasoning))
+        if self.format == "jsonl" or keep:
+            encoded = event.to_json()  # once: the stdout line and the session's `event` are the same
+            if self.format == "jsonl":
+                self.writer.write_json(encoded)
+            if keep:
+                self.session.append_encoded("event", "event", encoded)
         self._progress(event)
 
     def _flush_streams(self) -> None:

@@ -82,9 +82,19 @@ class SessionWriter:
         self.compactions = 0
 
     def append(self, kind: str, **body: Any) -> None:
+        self._write(_compact(self._line(kind, body)))
+
+    def append_encoded(self, kind: str, name: str, encoded: str) -> None:
+        """`append(kind, name=value)` for a value already encoded as compact JSON (an event the
+        run just wrote to stdout): the same line, without encoding the value twice."""
+        head = _compact(self._line(kind, {}))
+        self._write(f"{head[:-1]},{_compact(name)}:{encoded}}}")
+
+    def _line(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         self._seq += 1
-        line = {"v": FORMAT_VERSION, "seq": self._seq, "ts": self._clock().isoformat(), "kind": kind, **body}
-        text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+        return {"v": FORMAT_VERSION, "seq": self._seq, "ts": self._clock().isoformat(), "kind": kind, **body}
+
+    def _write(self, text: str) -> None:
         try:
             self._fh.write(self._redact(text).encode("utf-8", "replace").decode("utf-8") + "\n")
             self._fh.flush()
@@ -105,6 +115,10 @@ class SessionWriter:
 
     def close(self) -> None:
         self._fh.close()
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def create_session(project_root: Path, now: datetime, **writer_kw: Any) -> tuple[str, SessionWriter]:

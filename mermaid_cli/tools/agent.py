@@ -90,11 +90,11 @@ class AgentTool(Tool):
     category = "subagent"
 
     def __init__(self, types: str) -> None:
-        self._description = DESCRIPTION + types
+        # per instance: the type list comes from this run's config; one spec object for the run
+        self._spec = ToolSpec(name=self.name, description=DESCRIPTION + types, input_schema=schema_of(AgentArgs))
 
     def spec(self) -> ToolSpec:
-        # per instance: the type list comes from this run's config
-        return ToolSpec(name=self.name, description=self._description, input_schema=schema_of(AgentArgs))
+        return self._spec
 
     def category_for(self, arguments: dict[str, object]) -> str:
         # listing or discarding children starts nothing

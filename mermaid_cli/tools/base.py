@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mermaid_cli.config.loader import Settings
+from mermaid_cli.core.kept import KeptForms
 from mermaid_cli.core.text import cap_text as text_cap
 from mermaid_cli.core.types import ToolCallBlock, ToolResult, ToolSpec
 from mermaid_cli.tools.scratchpad_store import ScratchpadStore
@@ -178,6 +179,9 @@ class ToolRegistry:
         self.dynamic: list[Any] = []
         #: `[tools]` filters (`tools.filters.ToolFilter`): every tool, MCP ones too, passes `admit`
         self.filter: Any = None
+        #: each spec as advertised (`call_options.advertise`), the same object while its tool's
+        #: spec is: the requests encode an unchanged tool once
+        self.advertised: KeptForms[ToolSpec, ToolSpec] = KeptForms()
         for tool in tools or []:
             self.register(tool)
 
@@ -232,7 +236,7 @@ class ToolRegistry:
     def specs(self) -> list[ToolSpec]:
         from mermaid_cli.tools.call_options import advertise  # `scratchpad`, `background`
 
-        return [advertise(t.spec()) for t in self.current()]
+        return self.advertised.forms([t.spec() for t in self.current()], None, advertise)
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools

@@ -167,7 +167,8 @@ class CachedRegistry(ToolRegistry):
 
         # The built-ins' specs are the cached ones (the key covers their sources and settings),
         # loaded or not: never rebuilt from their schemas at the first tool call.
-        extra = [advertise(t.spec()) for t in self._dynamic_tools() if t.name not in self._cached_by_name]
+        dynamic = [t.spec() for t in self._dynamic_tools() if t.name not in self._cached_by_name]
+        extra = self.advertised.forms(dynamic, None, advertise)
         return [*self._cached, *extra]
 
     def names(self) -> list[str]:

@@ -285,9 +285,13 @@ class McpToolAdapter(Tool):
         self.deferred = deferred
         #: set by the catalog: the note a deferred tool called unloaded gets (`deferred.py`)
         self.after_call: Callable[[McpToolAdapter, dict[str, Any], ToolResult], ToolResult] | None = None
+        self._spec: ToolSpec | None = None
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, input_schema=self.input_schema)
+        # made once: the same spec object every turn is encoded into the requests once
+        if self._spec is None:
+            self._spec = ToolSpec(name=self.name, description=self.description, input_schema=self.input_schema)
+        return self._spec
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         arguments = args.model_dump() if hasattr(args, "model_dump") else dict(args or {})

@@ -1,0 +1,46 @@
+"""A session's event lines: the value the run already encoded for stdout is spliced into the line
+(`append_encoded`), and the line must be exactly the one `append` would have written."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mermaid_cli.store.sessions import SessionWriter
+
+CLOCK = datetime(2026, 12, 1, 12, 0, 0, 123456, tzinfo=UTC)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _writer(path: Path) -> SessionWriter:
+    return SessionWriter(path, redact=lambda s: s.replace("sk-secret", "***"), clock=lambda: CLOCK)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.dictionaries(st.text(max_size=8), json_values, max_size=5))
+def test_a_spliced_event_line_is_the_line_append_writes(tmp_path_factory, value) -> None:
+    folder = tmp_path_factory.mktemp("s")
+    plain, spliced = _writer(folder / "a.jsonl"), _writer(folder / "b.jsonl")
+    plain.append("event", event=value)
+    spliced.append_encoded("event", "event", json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    plain.close()
+    spliced.close()
+    assert (folder / "a.jsonl").read_bytes() == (folder / "b.jsonl").read_bytes()
+
+
+def test_a_spliced_line_is_redacted_and_numbered_like_any_other(tmp_path: Path) -> None:
+    writer = _writer(tmp_path / "s.jsonl")
+    writer.append("meta", note="first")
+    writer.append_encoded("event", "event", '{"type":"error","message":"key sk-secret leaked"}')
+    writer.close()
+    lines = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert [line["seq"] for line in lines] == [1, 2]
+    assert lines[1]["event"] == {"type": "error", "message": "key *** leaked"}
