@@ -14,9 +14,12 @@ HEAVY = ("httpx", "anthropic", "openai", "rich", "mcp", "trafilatura", "keyring"
 CLI_CORE = [
     "mermaid_cli",
     "mermaid_cli.cli",
+    "mermaid_cli.cli.generated_code",  # the kept dataclass code, installed before any command
     "mermaid_cli.cli.lazy",
     "mermaid_cli.cli.main",
     "mermaid_cli.cli.peer_flags",
+    "mermaid_cli.core",
+    "mermaid_cli.core.cache_files",
 ]
 
 

@@ -52,3 +52,22 @@ def test_last_made_remakes_when_any_input_is_another_object() -> None:
     for inputs in [(spec_a, True), (spec_a, True), (spec_b, True), (spec_b, False)]:
         last.get(inputs, lambda: made.append(len(made)) or len(made))
     assert made == [0, 1, 2]  # equal but not the same list: made again
+
+
+def test_kept_forms_makes_each_item_once_while_it_stays() -> None:
+    from mermaid_cli.core.kept import KeptForms
+
+    made: list[str] = []
+    kept: KeptForms[list[str], str] = KeptForms()
+
+    def make(item: list[str]) -> str:
+        made.append(item[0])
+        return item[0].upper()
+
+    a, b, c, d = ["a"], ["b"], ["c"], ["d"]
+    assert kept.forms([a, b], "k", make) == ["A", "B"]
+    assert kept.forms([a, b, c], "k", make) == ["A", "B", "C"]  # appended: only c is new
+    assert kept.forms([d, c], "k", make) == ["D", "C"]  # compacted: c is still kept
+    assert kept.forms([d, c], "other", make) == ["D", "C"]  # another key: all made again
+    assert kept.forms([["c"], d], "other", make) == ["C", "D"]  # an equal item is not the same item
+    assert made == ["a", "b", "c", "d", "d", "c", "c"]

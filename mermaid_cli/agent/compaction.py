@@ -166,8 +166,11 @@ def admit_images(message: Message, history: Sequence[Message], limit: int = CONT
     (with a note the model reads) now, when it is first added. History already sent is never
     edited for images: that would change the request prefix (refused by Anthropic with thinking,
     and the prompt cache lost); compaction is what frees room (`images_due`)."""
+    arriving = image_count([message])
+    if arriving == 0:  # most messages: no need to count the whole history's images
+        return message
     room = max(0, limit - image_count(history))
-    if image_count([message]) <= room:
+    if arriving <= room:
         return message
     blocks: list[Block] = []
     for block in message.content:

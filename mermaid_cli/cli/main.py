@@ -29,6 +29,7 @@ if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
         sys.modules["pydantic.plugin._loader"] = _no_plugins
 
 from mermaid_cli import __version__
+from mermaid_cli.cli import generated_code
 from mermaid_cli.cli.peer_flags import ExecCommand, MermaidGroup, reject_p
 
 EXIT_HELP = """\b
@@ -288,6 +289,7 @@ def _exit(code: int) -> None:
                 sys.stderr.flush()
         except (ValueError, OSError):
             pass
+        generated_code.save()
         os._exit(code)
     sys.exit(code)
 
@@ -317,6 +319,7 @@ def run_(**kwargs: Any) -> None:
 
 
 def main() -> None:
+    generated_code.install()  # before the commands' modules make their dataclasses
     cli(prog_name="mermaid")
 
 

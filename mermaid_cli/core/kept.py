@@ -5,6 +5,7 @@ encode differently (1 == True == 1.0), and requests must repeat byte for byte to
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import is_
 from typing import Generic, TypeVar
 
 I = TypeVar("I")  # noqa: E741 - an item
@@ -18,17 +19,27 @@ class KeptForms(Generic[I, W]):
     kept result is never mutated."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[I, object, W]] = {}
+        self._items: list[I] = []
+        self._forms: list[W] = []
+        self._key: object = None
 
     def forms(self, items: Sequence[I], key: object, make: Callable[[I], W]) -> list[W]:
-        kept, self._kept = self._kept, {}
-        out = []
-        for item in items:
-            hit = kept.get(id(item))
-            form = hit[2] if hit is not None and hit[0] is item and hit[1] == key else make(item)
-            self._kept[id(item)] = (item, key, form)
-            out.append(form)
-        return out
+        kept = len(self._items)
+        if key == self._key and len(items) >= kept and all(map(is_, items, self._items)):
+            # the usual turn: the same conversation with items appended (one C-level scan)
+            made = [*self._forms, *(make(item) for item in items[kept:])]
+        else:  # compacted, edited or another key: reuse what is still the same, item by item
+            by_id = (
+                {id(i): (i, f) for i, f in zip(self._items, self._forms, strict=True)}
+                if key == self._key
+                else {}
+            )
+            made = []
+            for item in items:
+                hit = by_id.get(id(item))
+                made.append(hit[1] if hit is not None and hit[0] is item else make(item))
+        self._items, self._forms, self._key = list(items), made, key
+        return list(made)
 
 
 class LastMade(Generic[W]):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mermaid_cli.config.loader import Settings
+from mermaid_cli.core.cache_files import write_whole
 from mermaid_cli.core.types import ToolSpec
 from mermaid_cli.tools.base import Tool, ToolRegistry
 
@@ -94,15 +94,7 @@ def adopt(source: Path, cache_dir: Path, key: str) -> None:
 
 
 def _put(cache_dir: Path, key: str, data: bytes) -> None:
-    """Write an entry whole (a temp file renamed over it); a cache is an optimisation, never a
-    reason to fail a run, and needs no flush to disk."""
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = cache_dir / f".{key}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, cache_dir / f"{key}.json")
-    except OSError:
-        pass
+    write_whole(cache_dir / f"{key}.json", data)
 
 
 def build(groups: ToolGroups, tool_filter: object) -> tuple[ToolRegistry, dict[str, str]]:

@@ -1,0 +1,96 @@
+"""The kept code of dataclasses and named tuples (`cli.generated_code`): a class made from kept
+code is the class compiling would make, and a bad cache file is only a cache miss."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import marshal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mermaid_cli.cli.generated_code import GeneratedCode
+
+
+def _make_classes() -> tuple[type, type]:
+    @dataclasses.dataclass(frozen=True)
+    class Point:
+        x: int
+        y: int = 0
+        tags: list[str] = dataclasses.field(default_factory=list, hash=False)
+
+    Pair = collections.namedtuple("Pair", "left right")
+    return Point, Pair
+
+
+def _with(code: GeneratedCode, monkeypatch: pytest.MonkeyPatch) -> tuple[type, type]:
+    with monkeypatch.context() as m:
+        m.setattr(dataclasses, "exec", code.exec, raising=False)
+        m.setattr(collections, "eval", code.eval, raising=False)
+        return _make_classes()
+
+
+def test_classes_from_kept_code_are_the_classes_compiling_makes(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "generated.marshal"
+    first = GeneratedCode(path)
+    _with(first, monkeypatch)
+    assert first.added > 0
+    first.save()
+    second = GeneratedCode(path)
+    Point, Pair = _with(second, monkeypatch)
+    assert second.added == 0  # every function came from the file, nothing was compiled
+    Plain, PlainPair = _make_classes()
+    for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
+        assert getattr(Point, name).__code__.co_code == getattr(Plain, name).__code__.co_code, name
+    p = Point(1, tags=["a"])
+    assert (p, repr(p), hash(p)) == (
+        Point(1, 0, ["a"]),
+        "_make_classes.<locals>.Point(x=1, y=0, tags=['a'])",
+        hash(Point(1, 0, ["a"])),
+    )
+    assert Point(1).tags is not Point(1).tags  # the default factory still runs per instance
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.x = 2  # type: ignore[misc]
+    assert Pair(1, right=2) == PlainPair(1, 2) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"junk", b"\x00\x00\x00\x00" + marshal.dumps({}), marshal.dumps([1, 2])],
+    ids=["empty", "junk", "another-python", "not-a-dict"],
+)
+def test_a_bad_cache_file_is_a_miss(tmp_path: Path, monkeypatch, content: bytes) -> None:
+    path = tmp_path / "generated.marshal"
+    path.write_bytes(content)
+    code = GeneratedCode(path)
+    assert code.kept == {}
+    Point, _ = _with(code, monkeypatch)
+    assert Point(3).x == 3
+
+
+def test_an_unwritable_place_costs_nothing_but_the_saving(tmp_path: Path, monkeypatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code = GeneratedCode(blocker / "sub" / "generated.marshal")  # a directory under a file
+    _with(code, monkeypatch)
+    code.save()  # no error
+    assert not (blocker / "sub").exists()
+
+
+def test_the_entry_point_keeps_the_code_for_the_next_process(tmp_path: Path) -> None:
+    script = (
+        "import sys; from pathlib import Path; from mermaid_cli.cli import generated_code as g;"
+        "c = g.install(Path(sys.argv[1])); import dataclasses;"
+        "dataclasses.dataclass(type('K', (), {'__annotations__': {'a': 'int'}}));"
+        "print(c.added)"
+    )
+    path = tmp_path / "generated.marshal"
+    runs = [
+        subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True)
+        for _ in "12"
+    ]
+    assert [r.returncode for r in runs] == [0, 0], runs
+    assert int(runs[0].stdout) > 0 and int(runs[1].stdout) == 0  # saved at exit, used by the next
