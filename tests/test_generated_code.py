@@ -8,6 +8,7 @@ import dataclasses
 import marshal
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,18 @@ def _with(code: GeneratedCode, monkeypatch: pytest.MonkeyPatch) -> tuple[type, t
         m.setattr(dataclasses, "exec", code.exec, raising=False)
         m.setattr(collections, "eval", code.eval, raising=False)
         return _make_classes()
+
+
+def test_a_string_annotation_compiles_once_and_evaluates_the_same(tmp_path: Path, monkeypatch) -> None:
+    code = GeneratedCode(tmp_path / "generated.marshal")
+    monkeypatch.setattr(typing, "compile", code.compile, raising=False)
+    first, second = typing.ForwardRef("dict[str, int] | None"), typing.ForwardRef("dict[str, int] | None")
+    assert first.__forward_code__ is second.__forward_code__ and code.added == 1
+    assert typing.get_type_hints(type("C", (), {"__annotations__": {"a": "dict[str, int] | None"}})) == {
+        "a": dict[str, int] | None
+    }
+    with pytest.raises(SyntaxError):
+        typing.ForwardRef("not valid (")
 
 
 def test_classes_from_kept_code_are_the_classes_compiling_makes(tmp_path: Path, monkeypatch) -> None:

@@ -1,4 +1,6 @@
-"""The code `dataclasses` and `collections.namedtuple` generate, compiled once per install.
+"""The code `dataclasses` and `collections.namedtuple` generate, and the string annotations
+`typing` compiles (every `from __future__ import annotations` field pydantic reads), compiled once
+per install.
 
 Every dataclass builds its `__init__`, `__repr__`, `__eq__` (and, frozen, `__setattr__`,
 `__delattr__`, `__hash__`) by compiling Python source it writes at class creation; a run creates
@@ -9,8 +11,8 @@ trust of a `.pyc`), and a later process executes the kept code instead of compil
 
 What runs is exactly what the source compiles to: a source not kept is compiled as before, and a
 file that is missing, unreadable or from another Python is ignored. Only the entry point installs
-this (`cli.main`); the shims take the place of the `exec`/`eval` names those two modules look up,
-so a future Python that no longer compiles this way simply never calls them.
+this (`cli.main`); the shims take the place of the `exec`/`eval`/`compile` names those modules look
+up, so a future Python that no longer compiles this way simply never calls them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import collections
 import dataclasses
 import marshal
 import sys
+import typing
 from importlib._bootstrap_external import MAGIC_NUMBER
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,23 @@ class GeneratedCode:
             source = self.code(source, "eval")
         return builtins.eval(source, globals, locals)
 
+    def compile(  # noqa: A003
+        self,
+        source: Any,
+        filename: str,
+        mode: str,
+        flags: int = 0,
+        dont_inherit: bool = False,
+        optimize: int = -1,
+    ) -> Any:
+        if (
+            isinstance(source, str)
+            and filename == "<string>"
+            and (flags, dont_inherit, optimize) == (0, False, -1)
+        ):
+            return self.code(source, mode)
+        return builtins.compile(source, filename, mode, flags, dont_inherit, optimize)
+
     def save(self) -> None:
         if not self.added:
             return
@@ -101,6 +121,7 @@ def install(path: Path = FILE) -> GeneratedCode:
         _installed = GeneratedCode(path)
         dataclasses.exec = _installed.exec  # type: ignore[attr-defined]
         collections.eval = _installed.eval  # type: ignore[attr-defined]
+        typing.compile = _installed.compile  # type: ignore[attr-defined]
         atexit.register(save)  # `mermaid exec` ends in os._exit and calls save() itself
     return _installed
 
