@@ -35,32 +35,41 @@ FILE = (
     / f"generated-code.{sys.implementation.cache_tag}.marshal"
 )
 #: past this many kept sources the file starts again from what this process used
-MAX_KEPT = 5000
+MAX_KEPT = 3000
 
 
 class GeneratedCode:
-    """Code objects by their source, loaded from and saved to one file."""
+    """Code objects by their source, loaded from and saved to one file. Each is kept marshalled
+    and read only when its source comes up: the file holds what every command ever compiled, a
+    run uses a few hundred of them."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._kept: dict[tuple[str, str], Any] | None = None  # read at the first class made
-        self.used: set[tuple[str, str]] = set()
+        self._kept: dict[tuple[str, str], bytes] | None = None  # read at the first class made
+        self.used: dict[tuple[str, str], Any] = {}  # this process's code objects
         self.added = 0
 
     @property
-    def kept(self) -> dict[tuple[str, str], Any]:
+    def kept(self) -> dict[tuple[str, str], bytes]:
         if self._kept is None:
             self._kept = _load(self.path)
         return self._kept
 
     def code(self, source: str, mode: str) -> Any:
         key = (mode, source)
-        self.used.add(key)
-        code = self.kept.get(key)
+        code = self.used.get(key)
+        if code is not None:
+            return code
+        kept = self.kept.get(key)
+        try:
+            code = marshal.loads(kept) if kept is not None else None
+        except (ValueError, EOFError, TypeError):
+            code = None
         if code is None:
             code = compile(source, "<string>", mode)
-            self.kept[key] = code
+            self.kept[key] = marshal.dumps(code)
             self.added += 1
+        self.used[key] = code
         return code
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:  # noqa: A002, A003
@@ -98,7 +107,7 @@ class GeneratedCode:
         self.added = 0
 
 
-def _load(path: Path) -> dict[tuple[str, str], Any]:
+def _load(path: Path) -> dict[tuple[str, str], bytes]:
     try:
         data = path.read_bytes()
         if not data.startswith(MAGIC_NUMBER):
