@@ -76,7 +76,8 @@ class SessionWriter:
         self._redact = redact
         self._seq = seq
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._fh = path.open("a", encoding="utf-8")
+        # unbuffered: each line goes out in one write (no flush step), as whole as before
+        self._fh = path.open("ab", buffering=0)
         os.chmod(path, 0o600)
         self.message_count = 0
         self.compactions = 0
@@ -96,8 +97,12 @@ class SessionWriter:
 
     def _write(self, text: str) -> None:
         try:
-            self._fh.write(self._redact(text).encode("utf-8", "replace").decode("utf-8") + "\n")
-            self._fh.flush()
+            data = memoryview((self._redact(text) + "\n").encode("utf-8", "replace"))
+            while data:
+                written = self._fh.write(data)
+                if not written:  # a regular file takes every byte unless it cannot (disk full)
+                    raise OSError(f"{self.path}: the session line could not be written")
+                data = data[written:]
         except ValueError:  # closed: a late event after the run ended
             pass
 
