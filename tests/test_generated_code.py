@@ -107,3 +107,16 @@ def test_the_entry_point_keeps_the_code_for_the_next_process(tmp_path: Path) -> 
     ]
     assert [r.returncode for r in runs] == [0, 0], runs
     assert int(runs[0].stdout) > 0 and int(runs[1].stdout) == 0  # saved at exit, used by the next
+
+
+def test_an_entry_that_is_not_code_is_compiled_again(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "generated.marshal"
+    first = GeneratedCode(path)
+    _with(first, monkeypatch)
+    first.save()
+    spoiled = GeneratedCode(path)
+    for key in list(spoiled.kept):
+        spoiled.kept[key] = marshal.dumps(42) if len(key[1]) % 2 else b"\xff"
+    Point, Pair = _with(spoiled, monkeypatch)
+    assert spoiled.added == len(spoiled.kept) > 0  # every entry compiled afresh
+    assert Point(1, 2) == Point(1, 2) and Pair(1, 2).right == 2

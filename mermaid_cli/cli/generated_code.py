@@ -25,6 +25,7 @@ import sys
 import typing
 from importlib._bootstrap_external import MAGIC_NUMBER
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 from mermaid_cli.core.cache_files import write_whole
@@ -65,7 +66,7 @@ class GeneratedCode:
             code = marshal.loads(kept) if kept is not None else None
         except (ValueError, EOFError, TypeError):
             code = None
-        if code is None:
+        if not isinstance(code, CodeType):  # never kept, or not code any more: compile it
             code = compile(source, "<string>", mode)
             self.kept[key] = marshal.dumps(code)
             self.added += 1
