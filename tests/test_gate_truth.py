@@ -266,3 +266,17 @@ def test_targets_shown_for_one_call_are_never_judged_for_another(project: Path, 
     gate.targets_for(TOOLS["write_file"], {"path": "fine.txt", "content": "k"})
     result = judge(gate, "write_file", {"path": "sshlink/authorized_keys", "content": "k"})
     assert (result.decision.verdict, result.decision.by) == ("deny", "hard_deny")
+
+
+def test_targets_shown_for_a_call_never_checked_are_not_judged_for_the_next(project: Path, home: Path) -> None:
+    """A call can end before its check (arguments that do not fit the tool): the next call with
+    the same path, its own arguments, is judged where the path points now."""
+    (project / "sub").mkdir()
+    (project / "link").symlink_to(project / "sub")
+    gate = make_gate(project, "full_access")
+    args = {"path": "link/authorized_keys", "content": "k"}
+    gate.targets_for(TOOLS["write_file"], args)  # its call went no further
+    (project / "link").unlink()
+    (project / "link").symlink_to(home / ".ssh")
+    result = judge(gate, "write_file", dict(args))
+    assert (result.decision.verdict, result.decision.by) == ("deny", "hard_deny")

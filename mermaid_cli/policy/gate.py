@@ -52,9 +52,10 @@ class PolicyGate:
     allowed_outside: set[tuple[str, str]] = field(default_factory=set)
     _prompt_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _batches: MessageBatches = field(default_factory=MessageBatches)
-    #: the targets `targets_for` just resolved for a call's event, taken (once) by that call's
-    #: check: the decision judges exactly the files the event showed, resolved once
-    _shown: tuple[str, tuple[tuple[str, str], ...], list[FileTarget]] | None = None
+    #: the targets `targets_for` just resolved for a call's event (with that call's arguments
+    #: object, the root and the raw targets), taken once by that call's own check: the decision
+    #: judges exactly the files the event showed, resolved once
+    _shown: tuple[object, str, tuple[tuple[str, str], ...], list[FileTarget]] | None = None
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult).
@@ -72,7 +73,7 @@ class PolicyGate:
         contexts: list[str] = []  # every round's additionalContext reaches the model, in order
         for _round in range(MAX_HOOK_ROUNDS + 1):
             try:
-                request, targets = self._request(tool, arguments, root)
+                request, targets = self._request(tool, arguments, root, shown_for=call.arguments)
             except PathRefused as exc:
                 return _bad_input(tool.name, str(exc))
             for part in _per_target(request, targets):
@@ -181,39 +182,41 @@ class PolicyGate:
     def targets_for(self, tool: Any, arguments: dict[str, Any]) -> list[dict[str, str]]:
         """`[{"path": resolved, "operation": ...}]` of a file tool's call, for an event that should
         show what the gate judges (e.g. `tool_started`); [] for other tools or a bad path. The
-        call's own check, next, judges these very targets instead of resolving them again."""
+        check of the call these `arguments` belong to judges these very targets, not resolved
+        again; any other check resolves its own."""
+        from mermaid_cli.policy.requests import resolve_targets
         from mermaid_cli.security.paths import PathRefused
 
+        self._shown = None
         raw = tool.file_targets(arguments) if hasattr(tool, "file_targets") else None
         if not raw:
             return []
         root = self._root()
         try:
-            targets = self._resolve(root, raw)
+            targets = resolve_targets(root, raw)
         except PathRefused:
             return []
-        self._shown = (str(root), tuple(raw), targets)
+        self._shown = (arguments, str(root), tuple(raw), targets)
         return [{"path": t.path, "operation": t.operation} for t in targets]
 
     def _root(self) -> Path:
         return Path(os.path.realpath(self.project_root))
 
-    def _resolve(self, root: Path, raw: Sequence[tuple[str, str]]) -> list[FileTarget]:
-        from mermaid_cli.policy.requests import resolve_targets
-
-        shown, self._shown = self._shown, None
-        if shown is not None and shown[0] == str(root) and shown[1] == tuple(raw):
-            return shown[2]
-        return resolve_targets(root, raw)
-
     def _request(
-        self, tool: Any, arguments: dict[str, Any], root: Path
+        self, tool: Any, arguments: dict[str, Any], root: Path, *, shown_for: object = None
     ) -> tuple[ActionRequest, list[FileTarget]]:
-        """The request and, for a file tool, its resolved targets (PathRefused on a bad path)."""
-        from mermaid_cli.policy.requests import request_for_call
+        """The request and, for a file tool, its resolved targets (PathRefused on a bad path):
+        those `targets_for` showed for the call whose arguments are `shown_for`, if they match."""
+        from mermaid_cli.policy.requests import request_for_call, resolve_targets
 
         raw = tool.file_targets(arguments) if hasattr(tool, "file_targets") else None
-        targets = self._resolve(root, raw) if raw else []
+        shown, self._shown = self._shown, None
+        if not raw:
+            targets = []
+        elif shown is not None and shown[0] is shown_for and shown[1:3] == (str(root), tuple(raw)):
+            targets = shown[3]
+        else:
+            targets = resolve_targets(root, raw)
         request = request_for_call(
             tool.name,
             tool.category_for(arguments)
