@@ -71,8 +71,10 @@ class BodyEncoder:
                 break
             hit = kept.get(name)
             # the same object, or an equal string (1 == True == 1.0 would encode differently)
-            same = hit is not None and (hit[0] is value or (type(value) is str and hit[0] == value))
-            encoded = hit[1] if same and hit is not None else encode(value)
+            if hit is not None and (hit[0] is value or (type(value) is str and hit[0] == value)):
+                encoded = hit[1]
+            else:
+                encoded = encode(value)
             self._fields[name] = (value, encoded)
             parts.append(encode(name) + b":" + encoded)
         parts.append(encode(self.key) + b":[" + b",".join(self._encoded.forms(items, None, encode)) + b"]")

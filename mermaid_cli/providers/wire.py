@@ -66,7 +66,7 @@ class Connection:
 
 
 class Response:
-    """A response whose body is read once, as bytes (`read`) or as text lines (`lines`)."""
+    """A response whose body is read once, as bytes (`read`) or as text lines (`line_batches`)."""
 
     def __init__(self, status: int, headers: dict[str, str], body: AsyncIterator[bytes]) -> None:
         self.status = status
@@ -75,23 +75,15 @@ class Response:
         self._body = body
         self.complete = False
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        async for chunk in self._body:
-            yield chunk
-        self.complete = True
-
     async def read(self) -> bytes:
-        return b"".join([chunk async for chunk in self.chunks()])
-
-    async def lines(self) -> AsyncIterator[str]:
-        """Text lines (UTF-8), split at \\r\\n, \\n or \\r as httpx's `aiter_lines` splits them."""
-        async for batch in self.line_batches():
-            for line in batch:
-                yield line
+        data = b"".join([chunk async for chunk in self._body])
+        self.complete = True
+        return data
 
     async def line_batches(self) -> AsyncIterator[list[str]]:
-        """`lines()`, as the lines each read of the body completed (a streamed response is read
-        a few events at a time: one step per read, not per line)."""
+        """Text lines (UTF-8), split at \\r\\n, \\n or \\r as httpx's `aiter_lines` splits them,
+        as the lines each read of the body completed (a streamed response is read a few events at
+        a time: one step per read, not per line)."""
         decoder = _utf8()
         pending = ""
         async for chunk in self._body:
