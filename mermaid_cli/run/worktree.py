@@ -14,6 +14,7 @@ import asyncio
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,11 @@ def patch_since(path: Path, seed: str, env: Mapping[str, str]) -> bytes:
     return git(["diff", "--cached", "--binary", seed], path, env)
 
 
+#: `git worktree add`/`remove`/`prune` on one repository from parallel jobs race on its
+#: `.git/worktrees` entries ("failed to read .../commondir"): they run one at a time
+_WORKTREE_ADMIN = threading.Lock()
+
+
 @dataclass
 class Worktree:
     """A child's private checkout; `project` is the project root's place inside it."""
@@ -108,7 +114,8 @@ class Worktree:
         except WorktreeError:
             raise WorktreeError("isolation 'worktree' needs a repository with at least one commit") from None
         path = Path(tempfile.mkdtemp(prefix="mermaid-worktree-"))
-        git(["worktree", "add", "--detach", str(path), "HEAD"], repo, env)
+        with _WORKTREE_ADMIN:
+            git(["worktree", "add", "--detach", str(path), "HEAD"], repo, env)
         tree = cls(repo, path, path / project_root.resolve().relative_to(repo), "", env)
         try:
             tree._seed()
@@ -141,14 +148,15 @@ class Worktree:
         return patch_since(self.path, self.seed, self.env)
 
     def remove(self) -> None:
-        try:
-            git(["worktree", "remove", "--force", str(self.path)], self.repo, self.env)
-        except WorktreeError:
-            shutil.rmtree(self.path, ignore_errors=True)
+        with _WORKTREE_ADMIN:
             try:
-                git(["worktree", "prune"], self.repo, self.env)
+                git(["worktree", "remove", "--force", str(self.path)], self.repo, self.env)
             except WorktreeError:
-                pass
+                shutil.rmtree(self.path, ignore_errors=True)
+                try:
+                    git(["worktree", "prune"], self.repo, self.env)
+                except WorktreeError:
+                    pass
 
 
 def changed_paths(patch: bytes) -> list[str]:
