@@ -1,3 +1,3 @@
-from mermaid_cli.cli.main import main
+from mermaid_cli.cli.entry import main
 
 main()

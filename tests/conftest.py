@@ -24,6 +24,9 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MERMAID_CONFIG_DIR", str(home / "config"))
     monkeypatch.setenv("MERMAID_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("MERMAID_NO_KEYRING", "1")
+    # runs send nothing early unless a test asks (tests/test_early_request.py): the store beside the
+    # bytecode is shared by every test process
+    monkeypatch.setenv("MERMAID_NO_EARLY_REQUEST", "1")
     for key in (
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",

@@ -8,7 +8,8 @@ import json
 from conftest import run_inprocess
 from provider_fixtures import FakeProviderServer, fake_env
 
-from mermaid_cli.config.loader import Settings, data_dir
+from mermaid_cli.config.dirs import data_dir
+from mermaid_cli.config.loader import Settings
 from mermaid_cli.run.assemble import build_registry, tool_groups
 from mermaid_cli.tools import spec_cache
 from mermaid_cli.tools.filters import ToolFilter

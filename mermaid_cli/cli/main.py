@@ -290,6 +290,9 @@ def _exit(code: int) -> None:
         except (ValueError, OSError):
             pass
         generated_code.save()
+        from mermaid_cli.providers import early
+
+        early.finish()
         os._exit(code)
     sys.exit(code)
 

@@ -20,7 +20,7 @@ from mermaid_cli.config.sections.mcp import McpOAuthSettings, McpServerSettings
 
 
 def user_config_path() -> Path:
-    from mermaid_cli.config.loader import user_config_dir
+    from mermaid_cli.config.dirs import user_config_dir
 
     return user_config_dir() / "config.toml"
 

@@ -11,7 +11,6 @@ may not set is `clamp`; `config show`'s view of the result is `effective`.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mermaid_cli.config.clamp import FLOOR_LEVELS, clamp_project
+from mermaid_cli.config.dirs import data_dir as data_dir  # re-exported: `loader.data_dir` callers
+from mermaid_cli.config.dirs import user_config_dir
 from mermaid_cli.config.flags import ToolRules, apply_tool_rules
 from mermaid_cli.config.layers import Layer, copy_tree, find_git_root, merge, nest, parse_override, read_toml
 from mermaid_cli.config.sections.agents import AgentsSection
@@ -61,7 +62,8 @@ class VerifySettings(Section):
 
 class HooksSettings(LifecycleHooks):
     before_tool_use: list[HookSpec] = Field(
-        default_factory=empty_list, description="Commands that see each tool call first and may deny or rewrite it."
+        default_factory=empty_list,
+        description="Commands that see each tool call first and may deny or rewrite it.",
     )
 
 
@@ -97,26 +99,6 @@ class LoadedSettings:
     sources: dict[str, str] = field(default_factory=dict)  # dotted key -> layer source
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-
-
-def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get("MERMAID_CONFIG_DIR"):
-        return Path(env["MERMAID_CONFIG_DIR"]).expanduser()
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "mermaid"
-    if os.name == "nt":
-        return Path(env.get("APPDATA", Path.home())) / "mermaid"
-    return Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "mermaid"
-
-
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get("MERMAID_DATA_DIR"):
-        return Path(env["MERMAID_DATA_DIR"]).expanduser()
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "mermaid"
-    return Path(env.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "mermaid"
 
 
 def _below_project(merged: dict[str, Any]) -> dict[str, Any]:

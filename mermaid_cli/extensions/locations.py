@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from mermaid_cli.config.loader import data_dir, user_config_dir
+from mermaid_cli.config.dirs import data_dir, user_config_dir
 
 LOCK_NAME = "plugins.lock.json"
 

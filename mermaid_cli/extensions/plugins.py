@@ -19,7 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from mermaid_cli.config.loader import Settings, data_dir
+from mermaid_cli.config.dirs import data_dir
+from mermaid_cli.config.loader import Settings
 from mermaid_cli.extensions.locations import lock_path
 from mermaid_cli.extensions.manifest import Audit, PluginError, PluginManifest, audit
 

@@ -21,24 +21,14 @@ import ssl
 import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from urllib.parse import urlsplit
+
+from mermaid_cli.providers import early
+from mermaid_cli.providers.http1 import ConnectFailed, Origin, WireError, parse_url, request_head
 
 #: the longest response head (status line and headers) accepted
 MAX_HEAD = 64 * 1024
 #: bytes asked of the socket per read
 CHUNK = 64 * 1024
-#: an origin: (scheme, host, port)
-Origin = tuple[str, str, int]
-
-
-class WireError(Exception):
-    """A transport failure (the message never carries a request header)."""
-
-
-class ConnectFailed(WireError):
-    def __init__(self, message: str, *, refused: bool) -> None:
-        super().__init__(message)
-        self.refused = refused
 
 
 class WireTimeout(WireError):
@@ -54,8 +44,12 @@ class _Stale(Exception):
 
 
 class Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, reusable: bool = True
+    ) -> None:
         self.reader, self.writer = reader, writer
+        #: False for an early request's relayed TLS connection: it carries one response only
+        self.reusable = reusable
 
     @property
     def usable(self) -> bool:
@@ -123,16 +117,25 @@ class WireClient:
     async def request(
         self, method: str, url: str, headers: dict[str, str], body: bytes
     ) -> AsyncIterator[Response]:
-        origin, target, host_header, credentials = _parse(url)
+        origin, target, host_header, credentials = parse_url(url)
+        given = headers
         if credentials is not None and not any(k.lower() == "authorization" for k in headers):
             headers = {**headers, "authorization": credentials}
-        head = _request_head(method, target, host_header, headers, len(body), self._user_agent)
+        head = request_head(method, target, host_header, headers, len(body), self._user_agent)
         conn = self._idle.pop(origin, None)
         if conn is not None and not conn.usable:
             conn.close()
             conn = None
+        taken = early.claim(method, url, given, body, self._user_agent, origin, head + body)
         try:
-            if conn is not None:
+            if taken is not None:  # this very request already went out at start (`early.py`)
+                sock, reusable = taken
+                if conn is not None:
+                    self._idle[origin] = conn
+                reader, writer = await asyncio.open_connection(sock=sock, limit=MAX_HEAD)
+                conn = Connection(reader, writer, reusable=reusable)
+                response = await self._exchange(conn, None, reused=False)
+            elif conn is not None:
                 try:
                     response = await self._exchange(conn, head + body, reused=True)
                 except _Stale:
@@ -150,7 +153,13 @@ class WireClient:
         except BaseException:
             conn.close()
             raise
-        if response.complete and _keeps_alive(response) and conn.usable and origin not in self._idle:
+        if (
+            response.complete
+            and _keeps_alive(response)
+            and conn.usable
+            and conn.reusable
+            and origin not in self._idle
+        ):
             self._idle[origin] = conn
         else:
             conn.close()  # one idle connection per origin: a second one (concurrent requests) closes
@@ -180,12 +189,14 @@ class WireClient:
             raise ConnectFailed(str(exc) or type(exc).__name__, refused=refused) from None
         return Connection(reader, writer)
 
-    async def _exchange(self, conn: Connection, data: bytes, *, reused: bool) -> Response:
+    async def _exchange(self, conn: Connection, data: bytes | None, *, reused: bool) -> Response:
+        """Send `data` (None: it went out already) and read the response head."""
         try:
             async with asyncio.timeout(self._timeout):
                 try:
-                    conn.writer.write(data)
-                    await conn.writer.drain()
+                    if data is not None:
+                        conn.writer.write(data)
+                        await conn.writer.drain()
                 except (OSError, ssl.SSLError):
                     if reused:
                         raise _Stale from None  # the server had closed it: nothing was read
@@ -245,52 +256,6 @@ def ack_promptly(sock: object) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)  # type: ignore[attr-defined]
         except OSError:  # not TCP (a Unix socket proxy): nothing to delay
             pass
-
-
-def _parse(url: str) -> tuple[Origin, str, str, str | None]:
-    """(origin, request target, Host header, Basic credentials of a `user:password@` URL)."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port or (443 if scheme == "https" else 80)
-    except ValueError:
-        raise ConnectFailed("the URL's port is not a number", refused=True) from None
-    if scheme not in ("http", "https") or not parts.hostname:
-        raise ConnectFailed("not an http(s) URL", refused=True)
-    host = parts.hostname
-    shown = f"[{host}]" if ":" in host else host
-    host_header = shown if parts.port is None else f"{shown}:{port}"
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    credentials = None
-    if parts.username is not None:  # as httpx did: the URL's user info becomes Basic auth
-        import base64
-        from urllib.parse import unquote
-
-        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        credentials = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-    return (scheme, host, port), target, host_header, credentials
-
-
-def _request_head(
-    method: str, target: str, host: str, headers: dict[str, str], length: int, user_agent: str
-) -> bytes:
-    given = {k.lower() for k in headers}
-    lines = [f"{method} {target} HTTP/1.1", f"host: {host}"]
-    defaults = {
-        "accept": "*/*",
-        "accept-encoding": "gzip, deflate",
-        "connection": "keep-alive",
-        "user-agent": user_agent,
-    }
-    lines += [f"{k}: {v}" for k, v in defaults.items() if k not in given]
-    for name, value in headers.items():
-        if name.lower() in ("host", "content-length", "transfer-encoding"):
-            continue
-        if any(c in f"{name}{value}" for c in "\r\n\0"):
-            raise ConnectFailed(f"header {name!r} holds a line break", refused=True)
-        lines.append(f"{name}: {value}")
-    lines.append(f"content-length: {length}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
 
 
 async def _read_head(reader: asyncio.StreamReader, *, reused: bool) -> tuple[int, dict[str, str]]:

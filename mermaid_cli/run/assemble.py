@@ -114,7 +114,7 @@ def cached_registry(
 ) -> ToolRegistry:
     """The built-in tools. With a warm spec cache each tool's catalog loads at its first call,
     off the path to the first request."""
-    from mermaid_cli.config.loader import data_dir
+    from mermaid_cli.config.dirs import data_dir
     from mermaid_cli.tools import spec_cache
     from mermaid_cli.tools.filters import ToolFilter
 
@@ -166,7 +166,7 @@ def system_prompt(
     elif replace is not None:
         base = replace
     else:
-        from mermaid_cli.config.loader import user_config_dir
+        from mermaid_cli.config.dirs import user_config_dir
         from mermaid_cli.run.instructions import load_project_instructions
         from mermaid_cli.run.prompt import build_system_prompt
         from mermaid_cli.tools.memory import memory_index

@@ -36,7 +36,8 @@ def run_checks(
     model: str | None = None,
     start_mcp: bool = False,
 ) -> list[Check]:
-    from mermaid_cli.config.loader import data_dir, load_settings, user_config_dir
+    from mermaid_cli.config.dirs import data_dir, user_config_dir
+    from mermaid_cli.config.loader import load_settings
     from mermaid_cli.core.errors import MermaidError
 
     checks = [Check("mermaid", "ok", f"{__version__} on Python {platform.python_version()} ({sys.platform})")]
@@ -103,7 +104,9 @@ def run_checks(
     checks.extend(_mcp_checks(settings, start_mcp))
     from mermaid_cli.extensions.session import doctor_report
 
-    checks.extend(Check(name, status, detail) for name, status, detail in doctor_report(settings, project_root, env))
+    checks.extend(
+        Check(name, status, detail) for name, status, detail in doctor_report(settings, project_root, env)
+    )
     data = data_dir(env)
     checks.append(
         Check(

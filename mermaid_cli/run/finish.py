@@ -144,7 +144,7 @@ def files_changed_by(
     snapshot = outcome.snapshot
     if snapshot is None:
         return changed
-    from mermaid_cli.config.loader import data_dir
+    from mermaid_cli.config.dirs import data_dir
 
     try:
         data_rel = data_dir(io.env).resolve().relative_to(project_root).as_posix() + "/"

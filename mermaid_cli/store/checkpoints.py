@@ -59,7 +59,7 @@ class CheckpointNotFound(KeyError):
 
 def default_data_dir() -> Path:
     """`$MERMAID_DATA_DIR`, else the platform's per-user data directory (where runs write them)."""
-    from mermaid_cli.config.loader import data_dir
+    from mermaid_cli.config.dirs import data_dir
 
     return data_dir()
 

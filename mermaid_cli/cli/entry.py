@@ -1,0 +1,182 @@
+"""The `mermaid` console entry point: before the command tree (click, pydantic, asyncio) is imported,
+a run that qualifies sends its first model request early (`providers/early.py`, issue 23).
+
+A run qualifies when nothing but its flags, its prompt argument and the environment can shape its
+first request, so that a recipe kept from an earlier run reproduces it exactly:
+
+- `mermaid exec` with flags from `PLAIN_FLAGS` only (none that names a file, a config layer, a
+  session to resume, a recording or another directory) and the prompt as arguments;
+- stdin a terminal, `/dev/null` or closed (piped text would join the prompt);
+- no proxy variable (proxied requests go through httpx);
+- the project is the current directory (no git repository above it), and it has no `.mermaid`
+  directory and no `AGENTS.md`, `CLAUDE.md` or `MERMAID.md`;
+- the user's config directory is absent or empty, and the data directory holds no memory and no
+  plugin lock.
+
+Everything else runs exactly as before. Any error here only means the run sends normally.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+from mermaid_cli.config.dirs import data_dir, user_config_dir
+from mermaid_cli.providers import early
+
+#: flags that shape a first request only through their literal value (part of the recipe key)
+VALUE_FLAGS = frozenset(
+    {
+        "-f",
+        "--format",
+        "--output-format",
+        "-m",
+        "--model",
+        "--max-turns",
+        "--max-tokens",
+        "--max-cost",
+        "--timeout",
+        "--system-prompt",
+        "--append-system-prompt",
+        "--safety",
+        "--allowed-tools",
+        "--allowedTools",
+        "--disallowed-tools",
+        "--disallowedTools",
+        "--reasoning",
+    }
+)
+BARE_FLAGS = frozenset(
+    {
+        "--json",
+        "--ephemeral",
+        "--allow-untrusted-tools",
+        "--no-interactive",
+        "--plain",
+        "--no-network",
+        "--confine-fs",
+        "-q",
+        "--quiet",
+    }
+)
+PLAIN_FLAGS = VALUE_FLAGS | BARE_FLAGS
+PROJECT_INPUTS = (".mermaid", "AGENTS.md", "CLAUDE.md", "MERMAID.md")
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], str] | None:
+    """(the flags, in order, with their values; the prompt) of a plain `exec`, else None."""
+    if not argv or argv[0] != "exec":
+        return None
+    flags: list[str] = []
+    words: list[str] = []
+    tokens = iter(argv[1:])
+    for token in tokens:
+        if token == "--":
+            words.extend(tokens)
+            break
+        if token.startswith("-") and token != "-":
+            name, eq, value = token.partition("=")
+            if name not in PLAIN_FLAGS or (eq and name in BARE_FLAGS):
+                return None
+            if name in VALUE_FLAGS and not eq:
+                value = next(tokens, None)  # type: ignore[assignment]
+                if value is None:
+                    return None
+            flags += [name, value] if name in VALUE_FLAGS else [name]
+        else:
+            words.append(token)
+    prompt = " ".join(words)
+    if not prompt.strip() or prompt == "-":
+        return None
+    return flags, prompt
+
+
+def _stdin_is_quiet() -> bool:
+    """A terminal, /dev/null or no stdin at all: nothing piped that would join the prompt."""
+    try:
+        st = os.fstat(0)
+    except OSError:
+        return True
+    if os.isatty(0):
+        return True
+    if stat.S_ISCHR(st.st_mode):
+        try:
+            null = os.stat(os.devnull)
+        except OSError:
+            return False
+        return st.st_rdev == null.st_rdev
+    return False
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _absent_or_empty(path: str) -> bool:
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _plain_project(cwd: str) -> bool:
+    for name in PROJECT_INPUTS:
+        if os.path.lexists(os.path.join(cwd, name)):
+            return False
+    parent = os.path.dirname(cwd)
+    while parent and parent != cwd:  # a repository above would make its top the project root
+        if os.path.lexists(os.path.join(parent, ".git")):
+            return False
+        cwd, parent = parent, os.path.dirname(parent)
+    return True
+
+
+def plan_early(argv: list[str], env: dict[str, str]) -> early.Plan | None:
+    """The early-request plan for this invocation, or None when it does not qualify."""
+    if env.get("MERMAID_NO_EARLY_REQUEST", "").strip() not in ("", "0"):
+        return None
+    split = split_argv(argv)
+    if split is None or not _stdin_is_quiet():
+        return None
+    if any(env.get(name) or env.get(name.upper()) for name in PROXY_VARIABLES):
+        return None
+    cwd = os.path.realpath(os.getcwd())
+    if not _plain_project(cwd):
+        return None
+    if not _absent_or_empty(str(user_config_dir(env))):
+        return None
+    data = data_dir(env)
+    if os.path.lexists(data / "memory") or os.path.lexists(data / "plugins.lock.json"):
+        return None
+    flags, prompt = split
+    ttys = (_isatty(0), _isatty(1), _isatty(2))
+    key = early.key_for(["exec", *flags], env, ttys, git=os.path.lexists(os.path.join(cwd, ".git")))
+    store = env.get("MERMAID_EARLY_REQUEST_STORE")
+    plan = early.Plan(key=key, root=cwd, prompt=prompt, env=env)
+    if store:
+        plan.store = Path(store)
+    return plan
+
+
+def main() -> None:
+    try:
+        plan = plan_early(sys.argv[1:], dict(os.environ))
+        if plan is not None:
+            import atexit
+
+            early.begin(plan)
+            atexit.register(early.finish)
+    except Exception:  # an optimisation: the run itself reports any real problem
+        pass
+    from mermaid_cli.cli.main import main as run
+
+    run()

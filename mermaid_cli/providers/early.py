@@ -1,0 +1,451 @@
+"""The early first request: a run's first model request sent at start, before the ~0.4 s of imports
+that build it, so the model works while Mermaid loads (issue 23). Stdlib only.
+
+How it stays exact:
+
+- A **recipe** is the first request a run really sent (method, URL, headers, body), with the values
+  that differ between runs made slots: the prompt, the project root, and the environment variables
+  the URL and credentials came from (`*_BASE_URL`, `*_API_KEY`, ...). A secret is never stored: a
+  recipe whose text still holds a credential-like variable's value, or whose credential header is
+  not entirely a slot, is not kept.
+- Recipes are keyed by everything else a first request can depend on: Mermaid's code (every module's
+  size and mtime), the Python, the flags, whether the project is a git repository, the `MERMAID_*` and provider variables (values; a slot
+  variable's presence only) and which standard streams are terminals. `cli/entry.py` decides which
+  runs qualify at all: plain `exec` flags, a prompt argument, no piped stdin, no proxy, and no
+  config, instructions, memory, skills or plugins anywhere the run would read them.
+- A new recipe is a **candidate**: the next run with its key sends nothing early, fills it in and
+  compares it with what it really sends; equal, it is **confirmed**. A recipe that does not
+  reproduce three times, or a confirmed one that does not match, is marked **unpredictable** and
+  never sent again. So an input that changes between runs (a session id, a clock) costs nothing.
+- A confirmed recipe is sent on a worker thread at start. When the run's own first request is ready,
+  `WireClient` offers it here (`claim`): only byte-identical bytes to the same origin take the early
+  connection (its response is read as the run's own); anything else closes it unread, prints a
+  warning on stderr and marks the recipe unpredictable. An early send that failed leaves the run to
+  send normally (and meet the same failure itself).
+
+The store sits beside the bytecode (`mermaid_cli/__pycache__`), like the tool-spec and generated-code
+caches, so a CI job's fresh `$HOME` still finds it; it holds Mermaid's own prompt and tool schemas
+only (qualifying runs have no config or instruction files). `MERMAID_NO_EARLY_REQUEST=1` turns the
+whole mechanism off; `MERMAID_EARLY_REQUEST_STORE` moves the store (tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mermaid_cli.providers.http1 import Origin, parse_url, request_head
+
+if TYPE_CHECKING:
+    import socket
+
+PACKAGE = Path(__file__).resolve().parents[1]
+STORE = PACKAGE / "__pycache__" / f"early-request.{sys.implementation.cache_tag}.json"
+#: recipes kept, the most recently used first
+MAX_RECIPES = 16
+#: misses a candidate may have before it is marked unpredictable
+MAX_MISSES = 3
+#: seconds the early connection may take to connect (the run's own connect timeout)
+CONNECT_TIMEOUT = 10.0
+#: seconds `claim` waits for an early send still under way
+CLAIM_WAIT = 10.0
+#: variables whose values may be slots: where a request goes and what it authenticates with
+SLOT_SUFFIXES = ("_BASE_URL", "_URL", "_ENDPOINT", "_HOST", "_API_KEY", "_KEY", "_TOKEN", "_SECRET")
+#: variables whose values must never reach the store (checked over the whole recipe)
+SECRET_MARKS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+#: headers that carry credentials: their values must be slots entirely
+CREDENTIAL_HEADERS = (
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "x-goog-api-key",
+    "cookie",
+    "proxy-authorization",
+)
+#: prefixes of the variables a first request may depend on (their values are part of the key)
+KEY_PREFIXES = (
+    "MERMAID_",
+    "ANTHROPIC_",
+    "OPENAI_",
+    "AZURE_",
+    "GEMINI_",
+    "GOOGLE_",
+    "VERTEX",
+    "AWS_",
+    "XAI_",
+    "OPENROUTER_",
+    "MISTRAL_",
+    "DEEPSEEK_",
+    "GROQ_",
+    "OLLAMA_",
+    "SSL_",
+    "BRAVE_",
+    "TAVILY_",
+)
+#: locations and switches, not inputs of a request (their effects are checked by `cli/entry.py`)
+UNKEYED = frozenset({"MERMAID_CONFIG_DIR", "MERMAID_DATA_DIR", "MERMAID_EARLY_REQUEST_STORE"})
+
+
+def slot_name(name: str) -> bool:
+    return name.upper().endswith(SLOT_SUFFIXES)
+
+
+def secret_name(name: str) -> bool:
+    return any(mark in name.upper() for mark in SECRET_MARKS)
+
+
+@dataclass
+class Plan:
+    """What the entry point learned before anything heavy was imported."""
+
+    key: str
+    root: str
+    prompt: str
+    env: dict[str, str]
+    store: Path = STORE
+
+
+@dataclass
+class Observed:
+    """The run's own first request, as `WireClient` was about to send it."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    user_agent: str
+    data: bytes
+
+
+@dataclass
+class Early:
+    """The process's early exchange (there is at most one)."""
+
+    plan: Plan
+    thread: threading.Thread | None = None
+    origin: Origin | None = None
+    data: bytes = b""
+    sock: socket.socket | None = None
+    reusable: bool = True
+    failed: bool = False
+    settled: bool = False
+    observed: Observed | None = None
+    outcome: str = "none"  # none | adopted | mismatch | unsent
+    sent_recipe: dict[str, object] | None = field(default=None, repr=False)
+
+
+_early: Early | None = None
+
+
+def key_for(argv: list[str], env: dict[str, str], ttys: tuple[bool, bool, bool], *, git: bool) -> str:
+    """The recipe key: every input of a first request that is not a slot (see the module doc)."""
+    import hashlib
+
+    from mermaid_cli import __version__
+
+    files = []
+    for directory, dirs, names in os.walk(PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith((".py", ".json", ".toml", ".md")):
+                st = os.stat(os.path.join(directory, name))
+                files.append(
+                    (os.path.relpath(os.path.join(directory, name), PACKAGE), st.st_mtime_ns, st.st_size)
+                )
+    variables = sorted(
+        (name, "<set>" if slot_name(name) or secret_name(name) else value)
+        for name, value in env.items()
+        if name.upper().startswith(KEY_PREFIXES) and name not in UNKEYED
+    )
+    inputs = [1, __version__, sys.version, sys.platform, files, argv, variables, ttys, git]
+    return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:32]
+
+
+# -- the store ---------------------------------------------------------------------------------
+
+
+def load_store(path: Path) -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+
+def save_store(path: Path, recipes: dict[str, dict[str, object]]) -> None:
+    from mermaid_cli.core.cache_files import write_whole
+
+    kept = dict(list(recipes.items())[:MAX_RECIPES])
+    write_whole(path, json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+# -- recipes: a request with its slots ---------------------------------------------------------
+
+#: a template: literal text, or [slot kind, name] ("env", NAME), ("root",), ("prompt",)
+Part = str | list[str]
+
+
+def _string_inner(text: str) -> str:
+    """How a string's characters appear inside a JSON string in a request body (`http.encode`)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _split(parts: list[Part], needle: str, slot: list[str]) -> list[Part]:
+    out: list[Part] = []
+    for part in parts:
+        if not isinstance(part, str) or needle not in part:
+            out.append(part)
+            continue
+        pieces = part.split(needle)
+        for i, piece in enumerate(pieces):
+            if i:
+                out.append(slot)
+            if piece:
+                out.append(piece)
+    return out
+
+
+def _env_template(value: str, env: dict[str, str]) -> list[Part]:
+    parts: list[Part] = [value]
+    slots = sorted(
+        ((name, v) for name, v in env.items() if slot_name(name) and len(v) >= 6),
+        key=lambda item: -len(item[1]),
+    )
+    for name, v in slots:
+        parts = _split(parts, v, ["env", name])
+    return parts
+
+
+def make_recipe(seen: Observed, plan: Plan) -> dict[str, object] | None:
+    """The recipe for `seen`, or None when it cannot be reproduced without storing a secret."""
+    try:
+        body = seen.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    quoted = json.dumps(plan.prompt, ensure_ascii=False)
+    if body.count(quoted) != 1 or len(plan.root) < 2 or _string_inner(plan.root) not in body:
+        return None
+    body_parts = _split([body], quoted, ["prompt"])
+    body_parts = _split(body_parts, _string_inner(plan.root), ["root"])
+    headers: dict[str, list[Part]] = {}
+    for name, value in seen.headers.items():
+        parts = _env_template(value, plan.env)
+        if name.lower() in CREDENTIAL_HEADERS and any(
+            isinstance(p, str) and p.strip() not in ("", "Bearer", "Basic") for p in parts
+        ):
+            return None  # a credential that did not come whole from the environment
+        headers[name] = parts
+    recipe: dict[str, object] = {
+        "state": "candidate",
+        "misses": 0,
+        "method": seen.method,
+        "url": _env_template(seen.url, plan.env),
+        "headers": headers,
+        "user_agent": seen.user_agent,
+        "body": body_parts,
+    }
+    text = json.dumps(recipe, ensure_ascii=False)
+    for name, value in plan.env.items():
+        if secret_name(name) and len(value) >= 8 and value in text:
+            return None
+    return recipe
+
+
+def _fill(parts: object, plan: Plan, *, prompt: str | None = None) -> str | None:
+    if not isinstance(parts, list):
+        return None
+    out = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif part == ["prompt"]:
+            out.append(json.dumps(plan.prompt if prompt is None else prompt, ensure_ascii=False))
+        elif part == ["root"]:
+            out.append(_string_inner(plan.root))
+        elif isinstance(part, list) and len(part) == 2 and part[0] == "env" and plan.env.get(part[1]):
+            out.append(plan.env[part[1]])
+        else:
+            return None
+    return "".join(out)
+
+
+def build(recipe: dict[str, object], plan: Plan) -> tuple[Origin, bytes] | None:
+    """The request bytes `recipe` gives for this run (None when a slot cannot be filled)."""
+    url = _fill(recipe.get("url"), plan)
+    body = _fill(recipe.get("body"), plan)
+    raw_headers = recipe.get("headers")
+    method, user_agent = recipe.get("method"), recipe.get("user_agent")
+    if url is None or body is None or not isinstance(raw_headers, dict):
+        return None
+    if not isinstance(method, str) or not isinstance(user_agent, str):
+        return None
+    headers = {}
+    for name, parts in raw_headers.items():
+        value = _fill(parts, plan)
+        if value is None:
+            return None
+        headers[name] = value
+    try:
+        origin, target, host, credentials = parse_url(url)
+        if credentials is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["authorization"] = credentials
+        encoded = body.encode("utf-8")
+        return origin, request_head(method, target, host, headers, len(encoded), user_agent) + encoded
+    except Exception:
+        return None
+
+
+# -- the exchange ------------------------------------------------------------------------------
+
+
+def begin(plan: Plan) -> None:
+    """Record the plan and, when its key has a confirmed recipe, send it on a worker thread."""
+    global _early
+    early = _early = Early(plan)
+    recipe = load_store(plan.store).get(plan.key)
+    if recipe is None or recipe.get("state") != "confirmed":
+        return
+    built = build(recipe, plan)
+    if built is None:
+        return
+    early.sent_recipe = recipe
+    early.origin, early.data = built
+    early.thread = threading.Thread(target=_send, args=(early,), name="mermaid-early-request", daemon=True)
+    early.thread.start()
+
+
+def _send(early: Early) -> None:
+    import socket
+
+    assert early.origin is not None
+    scheme, host, port = early.origin
+    try:
+        sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
+        if scheme == "https":
+            sock = _tls_relay(sock, host, early.data)
+            early.reusable = False
+        else:
+            sock.sendall(early.data)
+        sock.settimeout(None)
+        early.sock = sock
+    except Exception:
+        early.failed = True
+
+
+def _tls_relay(raw: socket.socket, host: str, data: bytes) -> socket.socket:
+    """The request sent over TLS; the response relayed, unchanged, into one end of a socket pair
+    (asyncio cannot take over a TLS session): the run reads the other end as its connection."""
+    import socket
+
+    from mermaid_cli.providers.tls import verified_context
+
+    tls = verified_context().wrap_socket(raw, server_hostname=host)
+    tls.sendall(data)
+    tls.settimeout(None)
+    ours, theirs = socket.socketpair()
+
+    def relay() -> None:
+        try:
+            while chunk := tls.recv(65536):
+                ours.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for end in (ours, tls):
+                try:
+                    end.close()
+                except OSError:
+                    pass
+
+    threading.Thread(target=relay, name="mermaid-early-relay", daemon=True).start()
+    return theirs
+
+
+def claim(
+    method: str, url: str, headers: dict[str, str], body: bytes, user_agent: str, origin: Origin, data: bytes
+) -> tuple[socket.socket, bool] | None:
+    """The early connection (and whether it may be kept alive) when `data` is exactly what went out
+    early to `origin`; None otherwise. Only the process's first request is considered."""
+    early = _early
+    if early is None or early.settled:
+        return None
+    early.settled = True
+    early.observed = Observed(method, url, dict(headers), body, user_agent, data)
+    if early.thread is None:
+        return None
+    early.thread.join(CLAIM_WAIT)
+    sock = early.sock
+    if early.thread.is_alive() or sock is None:
+        early.outcome = "unsent"
+        early.sock = None
+        return None
+    if early.origin != origin or early.data != data:
+        early.outcome = "mismatch"
+        early.sock = None
+        sock.close()
+        print(
+            "mermaid: warning: the early first request did not match this run's own and was dropped "
+            "unread; this kind of run will not be sent early again",
+            file=sys.stderr,
+        )
+        return None
+    early.outcome = "adopted"
+    early.sock = None
+    return sock, early.reusable
+
+
+def finish() -> None:
+    """At exit: keep what this run taught about its key (a candidate, a confirmation, a miss)."""
+    global _early
+    early, _early = _early, None
+    if early is None:
+        return
+    if early.sock is not None:  # sent early but never claimed (the run ended before its request)
+        try:
+            early.sock.close()
+        except OSError:
+            pass
+    seen = early.observed
+    if seen is None:
+        return
+    plan = early.plan
+    recipes = load_store(plan.store)
+    was_first = next(iter(recipes), None) == plan.key
+    old = recipes.pop(plan.key, None)
+    state = old.get("state") if old is not None else None
+    entry: dict[str, object] | None
+    if state == "unpredictable" or early.outcome == "mismatch":
+        entry = {"state": "unpredictable"}
+    elif old is not None and state in ("candidate", "confirmed"):
+        built = build(old, plan)
+        if built is not None and built[1] == seen.data:
+            entry = {**old, "state": "confirmed"}
+        elif state == "confirmed":
+            entry = {"state": "unpredictable"}
+        else:
+            misses = old.get("misses")
+            misses = misses + 1 if isinstance(misses, int) else MAX_MISSES
+            fresh = make_recipe(seen, plan)
+            entry = (
+                {"state": "unpredictable"}
+                if misses >= MAX_MISSES or fresh is None
+                else {**fresh, "misses": misses}
+            )
+    else:
+        entry = make_recipe(seen, plan)
+    if entry is None or (entry == old and was_first):
+        return  # nothing to keep, or nothing new: no write at exit
+    save_store(plan.store, {plan.key: entry, **recipes})
+
+
+def outcome() -> str:
+    """What happened to this process's early request (for tests and `--debug` output)."""
+    early = _early
+    return "none" if early is None else early.outcome

@@ -1,0 +1,325 @@
+"""The early first request (`providers/early.py`, `cli/entry.py`): real `mermaid` processes against the
+fake provider server, and the real `WireClient` over TLS. A recipe is kept from one run, confirmed
+by the next, and sent at start by the third; only byte-identical requests take the early connection;
+a stale recipe is dropped unread and never sent again; no secret reaches the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from provider_fixtures import FAKE_KEY, FakeProviderServer, fake_env
+from web_servers import Handler, LocalServer, make_cert, server_tls
+
+from mermaid_cli.cli import entry
+from mermaid_cli.providers import early
+from mermaid_cli.providers.http import encode
+from mermaid_cli.providers.wire import WireClient
+
+MODEL = "anthropic/claude-sonnet-4-5"
+DONE = {
+    "type": "turn",
+    "content": [{"type": "text", "text": "done"}],
+    "stop_reason": "stop",
+    "usage": {"input_tokens": 10, "output_tokens": 2},
+}
+# what a test process runs: `mermaid`, telling on stderr what became of its early request
+PROBE = """
+import os, sys
+from mermaid_cli.providers import early
+_finish = early.finish
+def finish():
+    os.write(2, ("\\nearly-outcome: " + early.outcome() + "\\n").encode())
+    early.finish = _finish
+    _finish()
+early.finish = finish
+sys.argv = ["mermaid", *sys.argv[1:]]
+from mermaid_cli.cli.entry import main
+main()
+"""
+
+
+def _run(project: Path, prompt: str, server: FakeProviderServer | dict[str, str], store: Path, **env: str):
+    full = {k: v for k, v in os.environ.items() if k != "MERMAID_NO_EARLY_REQUEST"}
+    full.update(
+        server if isinstance(server, dict) else fake_env(server),
+        MERMAID_EARLY_REQUEST_STORE=str(store),
+        **env,
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, "exec", "--json", "--model", MODEL, prompt],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=60,
+    )
+    outcome = proc.stderr.split("early-outcome: ")[1].split()[0] if "early-outcome: " in proc.stderr else "-"
+    return proc, outcome
+
+
+def _states(store: Path) -> list[str]:
+    return [entry["state"] for entry in json.loads(store.read_text()).values()] if store.exists() else []
+
+
+def _project(tmp_path: Path, name: str) -> Path:
+    root = tmp_path / name
+    root.mkdir()
+    (root / "README.md").write_text("# a project\n")
+    return root
+
+
+def _confirmed(tmp_path: Path, store: Path) -> None:
+    for i, expect in enumerate(["candidate", "confirmed"]):
+        with FakeProviderServer([DONE]) as server:
+            proc, outcome = _run(_project(tmp_path, f"warm{i}"), f"warm-up {i}", server, store)
+        assert proc.returncode == 0, proc.stderr
+        assert outcome == "none" and _states(store) == [expect]
+
+
+def test_a_confirmed_recipe_goes_out_early_and_its_response_is_the_runs(tmp_path: Path) -> None:
+    store = tmp_path / "early.json"
+    _confirmed(tmp_path, store)
+    third = _project(tmp_path, "third")
+    with FakeProviderServer([DONE]) as server:
+        proc, outcome = _run(third, 'say "done" \\ ünïcode', server, store)
+        requests = server.requests
+    assert proc.returncode == 0, proc.stderr
+    assert outcome == "adopted"
+    assert json.loads(proc.stdout.splitlines()[-1])["response"] == "done"
+    assert len(requests) == 1  # the early request was the run's request, not an extra one
+    body = requests[0]["body"]
+    assert body["messages"][0]["content"][0]["text"] == 'say "done" \\ ünïcode'
+    assert str(third) in json.dumps(body["system"])
+    kept = store.read_text()
+    assert FAKE_KEY not in kept and "warm-up" not in kept and "warm0" not in kept and "ünïcode" not in kept
+    assert _states(store) == ["confirmed"]
+
+
+def test_a_stale_recipe_is_dropped_unread_and_never_sent_again(tmp_path: Path) -> None:
+    store = tmp_path / "early.json"
+    _confirmed(tmp_path, store)
+    recipes = json.loads(store.read_text())
+    (recipe,) = recipes.values()
+    recipe["body"][0] = recipe["body"][0].replace("Mermaid", "Merman", 1)  # what an older Mermaid sent
+    store.write_text(json.dumps(recipes))
+    with FakeProviderServer([DONE, DONE]) as server:
+        proc, outcome = _run(_project(tmp_path, "stale"), "go", server, store)
+        sent = [json.dumps(r["body"]) for r in server.requests]
+    assert proc.returncode == 0, proc.stderr
+    assert outcome == "mismatch"
+    assert "did not match" in proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1])["response"] == "done"
+    assert "Merman" in sent[0] and "Merman" not in sent[-1]
+    assert _states(store) == ["unpredictable"]
+    with FakeProviderServer([DONE]) as server:
+        proc, outcome = _run(_project(tmp_path, "after"), "go", server, store)
+        assert len(server.requests) == 1
+    assert outcome == "none" and proc.returncode == 0 and "did not match" not in proc.stderr
+
+
+def test_an_early_send_that_fails_leaves_the_run_to_meet_the_failure_itself(tmp_path: Path) -> None:
+    store = tmp_path / "early.json"
+    _confirmed(tmp_path, store)
+    with FakeProviderServer([DONE]) as server:
+        dead = fake_env(server)
+    proc, outcome = _run(_project(tmp_path, "dead"), "go", dead, store)
+    assert outcome == "unsent"
+    assert proc.returncode == 5
+    assert dead["ANTHROPIC_BASE_URL"] in json.loads(proc.stdout.splitlines()[-1])["errors"][-1]
+    assert _states(store) == ["confirmed"]  # the recipe still reproduced the request exactly
+
+
+def test_a_run_with_project_instructions_is_never_recorded(tmp_path: Path) -> None:
+    store = tmp_path / "early.json"
+    project = _project(tmp_path, "instructed")
+    (project / "AGENTS.md").write_text("Always answer in French.\n")
+    for _ in range(3):
+        with FakeProviderServer([DONE]) as server:
+            proc, outcome = _run(project, "go", server, store)
+        assert proc.returncode == 0 and outcome == "none"
+    assert not store.exists()
+
+
+# -- who qualifies ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "split"),
+    [
+        (["exec", "--json", "--model", "m", "fix", "it"], (["--json", "--model", "m"], "fix it")),
+        (["exec", "--model=m", "-q", "go"], (["--model", "m", "-q"], "go")),
+        (["exec", "--", "--json", "x"], ([], "--json x")),
+        (["exec", "--record", "f.jsonl", "go"], None),  # not a plain flag
+        (["exec", "--json=1", "go"], None),
+        (["exec", "--model"], None),
+        (["exec", "--json"], None),  # the prompt would come from stdin
+        (["exec", "-"], None),
+        (["run", "go"], None),
+        (["exec", "-qm", "m", "go"], None),
+        ([], None),
+    ],
+)
+def test_which_command_lines_are_plain(argv: list[str], split: object) -> None:
+    assert entry.split_argv(argv) == split
+
+
+@pytest.mark.parametrize(
+    "spoiler",
+    [
+        "AGENTS.md",
+        "CLAUDE.md",
+        "MERMAID.md",
+        ".mermaid",
+        "../.git",
+        "cfg/config.toml",
+        "data/memory",
+        "proxy",
+        "off",
+    ],
+)
+def test_what_keeps_a_run_from_qualifying(tmp_path: Path, monkeypatch, spoiler: str) -> None:
+    project = tmp_path / "repo" / "project"
+    project.mkdir(parents=True)
+    env = {"MERMAID_CONFIG_DIR": str(tmp_path / "cfg"), "MERMAID_DATA_DIR": str(tmp_path / "data")}
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(entry, "_stdin_is_quiet", lambda: True)
+    argv = ["exec", "--json", "go"]
+    assert entry.plan_early(argv, env) is not None
+    if spoiler == "proxy":
+        env["HTTPS_PROXY"] = "http://proxy:3128"
+    elif spoiler == "off":
+        env["MERMAID_NO_EARLY_REQUEST"] = "1"
+    else:
+        target = tmp_path / spoiler if "/" in spoiler and not spoiler.startswith("..") else project / spoiler
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.mkdir() if spoiler in (".mermaid", "../.git", "data/memory") else target.write_text("x")
+    assert entry.plan_early(argv, env) is None
+
+
+def test_piped_stdin_disqualifies_and_dev_null_does_not(tmp_path: Path) -> None:
+    code = "from mermaid_cli.cli import entry; print(entry._stdin_is_quiet())"
+    piped = subprocess.run([sys.executable, "-c", code], input="text", capture_output=True, text=True)
+    null = subprocess.run(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    assert piped.stdout.strip() == "False" and null.stdout.strip() == "True"
+
+
+# -- recipes -------------------------------------------------------------------------------------
+
+
+def _plan(root: str, prompt: str, **env: str) -> early.Plan:
+    return early.Plan(key="k", root=root, prompt=prompt, env=env)
+
+
+def _observed(root: str, prompt: str, url: str, headers: dict[str, str]) -> early.Observed:
+    body = encode(
+        {
+            "model": "m",
+            "system": [{"type": "text", "text": f"You work on the project at {root} (Linux)."}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
+        }
+    )
+    from mermaid_cli.providers.http1 import parse_url, request_head
+
+    origin, target, host, _ = parse_url(url)
+    return early.Observed(
+        "POST",
+        url,
+        headers,
+        body,
+        "mermaid/0",
+        request_head("POST", target, host, headers, len(body), "mermaid/0") + body,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    first=st.text(min_size=1),
+    second=st.text(min_size=1),
+    root=st.text(st.characters(blacklist_categories=("Cs",)), min_size=3).map(lambda s: "/" + s),
+)
+def test_a_recipe_rebuilds_any_prompt_and_root_byte_for_byte(first: str, second: str, root: str) -> None:
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4001", "ANTHROPIC_API_KEY": "sk-ant-secret-1"}
+    headers = {"x-api-key": env["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01"}
+    seen = _observed("/first/root", first, env["ANTHROPIC_BASE_URL"] + "/v1/messages", headers)
+    recipe = early.make_recipe(seen, _plan("/first/root", first, **env))
+    if recipe is None:  # the prompt is also elsewhere in the body: nothing kept
+        assert encode(first) in seen.body.replace(encode(first), b"", 1) or encode(first) not in seen.body
+        return
+    assert "sk-ant-secret-1" not in json.dumps(recipe)
+    later = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:5002", "ANTHROPIC_API_KEY": "sk-ant-other-2"}
+    want = _observed(
+        root,
+        second,
+        later["ANTHROPIC_BASE_URL"] + "/v1/messages",
+        {**headers, "x-api-key": later["ANTHROPIC_API_KEY"]},
+    )
+    built = early.build(recipe, _plan(root, second, **later))
+    assert built is not None and built[1] == want.data and built[0] == ("http", "127.0.0.1", 5002)
+
+
+def test_a_credential_that_is_not_from_the_environment_is_never_kept() -> None:
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4001"}
+    seen = _observed(
+        "/r/p", "go", env["ANTHROPIC_BASE_URL"] + "/v1/messages", {"x-api-key": "sk-from-a-keyring"}
+    )
+    assert early.make_recipe(seen, _plan("/r/p", "go", **env)) is None
+
+
+def test_a_secret_anywhere_in_the_request_keeps_it_out_of_the_store() -> None:
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4001", "SOME_PASSWORD": "hunter2-hunter2"}
+    seen = _observed(
+        "/r/p", "go", env["ANTHROPIC_BASE_URL"] + "/v1/messages", {"anthropic-version": "hunter2-hunter2"}
+    )
+    assert early.make_recipe(seen, _plan("/r/p", "go", **env)) is None
+
+
+# -- TLS: the request goes out over a verified connection; the response is relayed ---------------
+
+
+def _ok(handler: Handler) -> None:
+    handler.send_text(200, '{"ok": true}', "application/json")
+
+
+async def test_over_https_the_early_request_is_verified_and_its_response_relayed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    cert, key = make_cert(tmp_path, ["127.0.0.1"])
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    store = tmp_path / "early.json"
+    with LocalServer({"/v1": _ok}, tls=server_tls(cert, key)) as server:
+        url = server.url("/v1")
+        env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-test-0123456789"}
+        headers = {"authorization": "Bearer " + env["OPENAI_API_KEY"], "content-type": "application/json"}
+        from mermaid_cli.providers.tls import verified_context
+
+        outcomes = []
+        for prompt in ("one", "two", "three"):
+            plan = early.Plan(key="k", root="/work/p", prompt=prompt, env=env, store=store)
+            early.begin(plan)
+            client = WireClient(verified_context, timeout=10, connect_timeout=10, user_agent="mermaid-test")
+            body = encode({"root": "/work/p", "input": prompt})
+            async with client.request("POST", url, headers, body) as response:
+                assert response.status == 200 and await response.read() == b'{"ok": true}'
+            await client.aclose()
+            outcomes.append(early.outcome())
+            early.finish()
+        assert outcomes == ["none", "none", "adopted"]
+        assert len(server.requests) == 3
+        assert "sk-test-0123456789" not in store.read_text()
+
+        monkeypatch.delenv("SSL_CERT_FILE")  # nothing vouches for the server now: the early send fails closed
+        early.begin(early.Plan(key="k", root="/work/p", prompt="four", env=env, store=store))
+        assert early._early is not None and early._early.thread is not None
+        early._early.thread.join(10)
+        assert early._early.failed and len(server.requests) == 3
+        early.finish()
