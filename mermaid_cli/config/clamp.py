@@ -67,9 +67,7 @@ def _clamp_top_level(data: dict[str, Any], source: str, warnings: list[str]) -> 
         )
     if isinstance(tools, dict) and "categories" in tools:
         del tools["categories"]  # a pull request must not move execute_command to `read`
-        warnings.append(
-            f"{source}: `tools.categories` is ignored in a project config (set it in your user config)"
-        )
+        warnings.append(f"{source}: `tools.categories` is ignored in a project config (set it in your user config)")
 
 
 def _clamp_safety(
@@ -168,9 +166,6 @@ def _narrow_tool_filters(data: dict[str, Any], below: dict[str, Any]) -> None:
     if not isinstance(tools, dict) or not isinstance(under, dict):
         return
     if isinstance(tools.get("disabled"), list) and isinstance(under.get("disabled"), list):
-        tools["disabled"] = [
-            *under["disabled"],
-            *(x for x in tools["disabled"] if x not in under["disabled"]),
-        ]
+        tools["disabled"] = [*under["disabled"], *(x for x in tools["disabled"] if x not in under["disabled"])]
     if isinstance(tools.get("enabled"), list) and isinstance(under.get("enabled"), list):
         tools["enabled"] = [x for x in tools["enabled"] if x in under["enabled"]]

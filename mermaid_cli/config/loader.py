@@ -62,8 +62,7 @@ class VerifySettings(Section):
 
 class HooksSettings(LifecycleHooks):
     before_tool_use: list[HookSpec] = Field(
-        default_factory=empty_list,
-        description="Commands that see each tool call first and may deny or rewrite it.",
+        default_factory=empty_list, description="Commands that see each tool call first and may deny or rewrite it."
     )
 
 

@@ -38,20 +38,13 @@ class PluginManifest(BaseModel):
     name: str = Field(description="Plugin name, [a-z0-9-]+.")
     version: str = Field("0.0.0", description="The plugin's version (shown, recorded in the lock).")
     description: str = Field("", description="One line about the plugin.")
-    skills: list[str] = Field(
-        default_factory=empty_list, description="Skill directories (or SKILL.md files)."
-    )
+    skills: list[str] = Field(default_factory=empty_list, description="Skill directories (or SKILL.md files).")
     hooks: list[str] = Field(default_factory=empty_list, description="Executables run for every hook event.")
-    mcp: list[str] = Field(
-        default_factory=empty_list, description="TOML files of [servers.NAME] MCP servers."
-    )
+    mcp: list[str] = Field(default_factory=empty_list, description="TOML files of [servers.NAME] MCP servers.")
     prompts: list[str] = Field(default_factory=empty_list, description="Markdown prompt commands.")
-    agents: list[str] = Field(
-        default_factory=empty_list, description="TOML files of [types.NAME] agent types."
-    )
+    agents: list[str] = Field(default_factory=empty_list, description="TOML files of [types.NAME] agent types.")
     capabilities: list[str] = Field(
-        default_factory=empty_list,
-        description="What the plugin says it does (disclosure only, grants nothing).",
+        default_factory=empty_list, description="What the plugin says it does (disclosure only, grants nothing)."
     )
 
     @field_validator("name")

@@ -58,9 +58,7 @@ def resolve_targets(project_root: Path, raw: Sequence[tuple[str, str]]) -> list[
         real = str(found.path)
         # an --add-dir file keeps its absolute path: "x.py" must not read as the project's own
         canonical = (
-            os.path.relpath(real, found.root).replace(os.sep, "/")
-            if found.inside and not found.added
-            else real
+            os.path.relpath(real, found.root).replace(os.sep, "/") if found.inside and not found.added else real
         )
         out.append(FileTarget(spelled, real, op, found.inside, canonical))  # type: ignore[arg-type]
     return out

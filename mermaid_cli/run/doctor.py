@@ -104,9 +104,7 @@ def run_checks(
     checks.extend(_mcp_checks(settings, start_mcp))
     from mermaid_cli.extensions.session import doctor_report
 
-    checks.extend(
-        Check(name, status, detail) for name, status, detail in doctor_report(settings, project_root, env)
-    )
+    checks.extend(Check(name, status, detail) for name, status, detail in doctor_report(settings, project_root, env))
     data = data_dir(env)
     checks.append(
         Check(

@@ -88,7 +88,9 @@ def scrubbed_env(base: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str
     and tokens (`is_ci_runner_name`) go even when allowed."""
     allowed = set(allow)
     env = {
-        k: v for k, v in base.items() if not is_ci_runner_name(k) and (k in allowed or not is_secret_name(k))
+        k: v
+        for k, v in base.items()
+        if not is_ci_runner_name(k) and (k in allowed or not is_secret_name(k))
     }
     env.update(_FORCED)
     for key, value in _DEFAULTS.items():

@@ -177,8 +177,6 @@ def redact_obj(obj: Any, redact: Callable[[str], str]) -> Any:
     if isinstance(obj, tuple):
         return tuple(redact_obj(v, redact) for v in obj)
     return obj
-
-
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-./+=~]")
 _BEARER_TAIL = re.compile(r"[Bb]earer[ \t]*$")
 _PEM_BEGIN = "-----BEGIN"
@@ -243,3 +241,4 @@ class StreamRedactor:
             if cut == before:
                 break
         return cut
+

@@ -72,9 +72,7 @@ class AgentArgs(ToolArgs):
         None, description="worktree: the child works in a private git worktree; its diff lands as one patch."
     )
     deny_tools: list[str] = Field(default_factory=empty_list, description="Tools the child may not use.")
-    deny_servers: list[str] = Field(
-        default_factory=empty_list, description="MCP servers the child may not use."
-    )
+    deny_servers: list[str] = Field(default_factory=empty_list, description="MCP servers the child may not use.")
 
 
 DESCRIPTION = (
@@ -93,9 +91,7 @@ class AgentTool(Tool):
 
     def __init__(self, types: str) -> None:
         # per instance: the type list comes from this run's config; one spec object for the run
-        self._spec = ToolSpec(
-            name=self.name, description=DESCRIPTION + types, input_schema=schema_of(AgentArgs)
-        )
+        self._spec = ToolSpec(name=self.name, description=DESCRIPTION + types, input_schema=schema_of(AgentArgs))
 
     def spec(self) -> ToolSpec:
         return self._spec

@@ -43,9 +43,7 @@ class LifecycleHooks(Section):
     """`[[hooks.session_start]]` … `[[hooks.session_end]]`: observers. They see the event as JSON on
     stdin and cannot change anything; one that fails is a warning."""
 
-    session_start: list[HookSpec] = Field(
-        default_factory=empty_list, description="Observers of the run's start."
-    )
+    session_start: list[HookSpec] = Field(default_factory=empty_list, description="Observers of the run's start.")
     after_tool_use: list[HookSpec] = Field(
         default_factory=empty_list, description="Observers of each finished tool call."
     )

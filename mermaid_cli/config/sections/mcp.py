@@ -66,15 +66,12 @@ class McpServerSettings(Section):
     enabled_tools: list[str] = Field(
         default_factory=empty_list, description="Raw tool names to expose (empty: all)."
     )
-    disabled_tools: list[str] = Field(
-        default_factory=empty_list, description="Raw tool names to hide (wins)."
-    )
+    disabled_tools: list[str] = Field(default_factory=empty_list, description="Raw tool names to hide (wins).")
     defer: bool | None = Field(
         default=None, description="Defer this server's tools (default: mcp_defer_tools)."
     )
     eager_load_tools: list[str] = Field(
-        default_factory=empty_list,
-        description="Raw tool names offered from the first turn even when deferred.",
+        default_factory=empty_list, description="Raw tool names offered from the first turn even when deferred."
     )
     startup_timeout_secs: float = Field(default=30, gt=0, description="Seconds the server may take to start.")
     enabled: bool = Field(default=True, description="Start this server.")

@@ -290,9 +290,7 @@ class McpToolAdapter(Tool):
     def spec(self) -> ToolSpec:
         # made once: the same spec object every turn is encoded into the requests once
         if self._spec is None:
-            self._spec = ToolSpec(
-                name=self.name, description=self.description, input_schema=self.input_schema
-            )
+            self._spec = ToolSpec(name=self.name, description=self.description, input_schema=self.input_schema)
         return self._spec
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:

@@ -205,33 +205,8 @@ def extract_html(page: str, url: str = "") -> tuple[str, str]:
 
 _SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head", "iframe"})
 _BLOCK_TAGS = frozenset(
-    {
-        "p",
-        "div",
-        "section",
-        "article",
-        "main",
-        "header",
-        "footer",
-        "nav",
-        "aside",
-        "br",
-        "hr",
-        "li",
-        "ul",
-        "ol",
-        "table",
-        "tr",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "pre",
-        "blockquote",
-        "form",
-    }
+    {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "br", "hr", "li",
+     "ul", "ol", "table", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "form"}
 )
 
 
