@@ -6,8 +6,8 @@ the exit, and peak RSS, each beside its target (issue 23). Prints numbers; asser
 - import: `python -c "import mermaid_cli.cli.main, mermaid_cli.run.runner"` beside `python -c pass`.
 - the 3-turn task of bench_providers.py (shell `ls`, write a file, answer) through `mermaid exec
   --json` against fixtures/fake_provider.py: first request after start, warm (a data dir that
-  has run before) and cold (a fresh data dir and no tool-spec or generated-code cache beside the
-  bytecode: the first run after an install); exit after the last request (which includes streaming the last
+  has run before) and cold (a fresh data dir and no tool-spec, generated-code or early-request cache
+  beside the bytecode: the first run after an install); exit after the last request (which includes streaming the last
   answer); peak RSS of the mermaid process.
 - `mermaid --version` and the replay demo, as before.
 Targets: first request <= 0.12 s warm, <= 0.2 s cold; exit <= 20 ms after the last response;
@@ -114,7 +114,7 @@ def main() -> None:
     cold = []
     for n in range(args.runs):
         shutil.rmtree(SHARED_SPECS, ignore_errors=True)
-        for kept in GENERATED.glob("generated-code.*"):
+        for kept in [*GENERATED.glob("generated-code.*"), *GENERATED.glob("early-request.*")]:
             kept.unlink()
         cold.append(task_run(exe, work, n, work / f"cold-data-{n}"))
     warm_data = work / "warm-data"

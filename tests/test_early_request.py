@@ -66,7 +66,7 @@ def _run(project: Path, prompt: str, server: FakeProviderServer | dict[str, str]
 
 
 def _states(store: Path) -> list[str]:
-    return [entry["state"] for entry in json.loads(store.read_text()).values()] if store.exists() else []
+    return [json.loads(path.read_text())["state"] for path in sorted(store.glob("*.json"))]
 
 
 def _project(tmp_path: Path, name: str) -> Path:
@@ -85,7 +85,7 @@ def _confirmed(tmp_path: Path, store: Path) -> None:
 
 
 def test_a_confirmed_recipe_goes_out_early_and_its_response_is_the_runs(tmp_path: Path) -> None:
-    store = tmp_path / "early.json"
+    store = tmp_path / "early"
     _confirmed(tmp_path, store)
     third = _project(tmp_path, "third")
     with FakeProviderServer([DONE]) as server:
@@ -98,18 +98,18 @@ def test_a_confirmed_recipe_goes_out_early_and_its_response_is_the_runs(tmp_path
     body = requests[0]["body"]
     assert body["messages"][0]["content"][0]["text"] == 'say "done" \\ ünïcode'
     assert str(third) in json.dumps(body["system"])
-    kept = store.read_text()
+    kept = "".join(path.read_text() for path in store.glob("*.json"))
     assert FAKE_KEY not in kept and "warm-up" not in kept and "warm0" not in kept and "ünïcode" not in kept
     assert _states(store) == ["confirmed"]
 
 
 def test_a_stale_recipe_is_dropped_unread_and_never_sent_again(tmp_path: Path) -> None:
-    store = tmp_path / "early.json"
+    store = tmp_path / "early"
     _confirmed(tmp_path, store)
-    recipes = json.loads(store.read_text())
-    (recipe,) = recipes.values()
+    (path,) = store.glob("*.json")
+    recipe = json.loads(path.read_text())
     recipe["body"][0] = recipe["body"][0].replace("Mermaid", "Merman", 1)  # what an older Mermaid sent
-    store.write_text(json.dumps(recipes))
+    path.write_text(json.dumps(recipe))
     with FakeProviderServer([DONE, DONE]) as server:
         proc, outcome = _run(_project(tmp_path, "stale"), "go", server, store)
         sent = [json.dumps(r["body"]) for r in server.requests]
@@ -126,7 +126,7 @@ def test_a_stale_recipe_is_dropped_unread_and_never_sent_again(tmp_path: Path) -
 
 
 def test_an_early_send_that_fails_leaves_the_run_to_meet_the_failure_itself(tmp_path: Path) -> None:
-    store = tmp_path / "early.json"
+    store = tmp_path / "early"
     _confirmed(tmp_path, store)
     with FakeProviderServer([DONE]) as server:
         dead = fake_env(server)
@@ -138,7 +138,7 @@ def test_an_early_send_that_fails_leaves_the_run_to_meet_the_failure_itself(tmp_
 
 
 def test_a_run_with_project_instructions_is_never_recorded(tmp_path: Path) -> None:
-    store = tmp_path / "early.json"
+    store = tmp_path / "early"
     project = _project(tmp_path, "instructed")
     (project / "AGENTS.md").write_text("Always answer in French.\n")
     for _ in range(3):
@@ -162,6 +162,7 @@ def test_a_run_with_project_instructions_is_never_recorded(tmp_path: Path) -> No
         (["exec", "--model"], None),
         (["exec", "--json"], None),  # the prompt would come from stdin
         (["exec", "-"], None),
+        (["exec", "/review", "the diff"], None),  # a prompt command expands before it is sent
         (["run", "go"], None),
         (["exec", "-qm", "m", "go"], None),
         ([], None),
@@ -295,7 +296,7 @@ async def test_over_https_the_early_request_is_verified_and_its_response_relayed
 ) -> None:
     cert, key = make_cert(tmp_path, ["127.0.0.1"])
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    store = tmp_path / "early.json"
+    store = tmp_path / "early"
     with LocalServer({"/v1": _ok}, tls=server_tls(cert, key)) as server:
         url = server.url("/v1")
         env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-test-0123456789"}
@@ -315,7 +316,7 @@ async def test_over_https_the_early_request_is_verified_and_its_response_relayed
             early.finish()
         assert outcomes == ["none", "none", "adopted"]
         assert len(server.requests) == 3
-        assert "sk-test-0123456789" not in store.read_text()
+        assert "sk-test-0123456789" not in "".join(path.read_text() for path in store.glob("*.json"))
 
         monkeypatch.delenv("SSL_CERT_FILE")  # nothing vouches for the server now: the early send fails closed
         early.begin(early.Plan(key="k", root="/work/p", prompt="four", env=env, store=store))
@@ -323,3 +324,33 @@ async def test_over_https_the_early_request_is_verified_and_its_response_relayed
         early._early.thread.join(10)
         assert early._early.failed and len(server.requests) == 3
         early.finish()
+
+
+def test_only_a_providers_base_url_variable_can_redirect_a_kept_request() -> None:
+    url = "https://api.anthropic.com/v1/messages"
+    env = {"PR_BASE_URL": "https://api.anthropic.com", "ANTHROPIC_API_KEY": "sk-ant-secret-1"}
+    seen = _observed("/r/p", "go", url, {"x-api-key": env["ANTHROPIC_API_KEY"]})
+    recipe = early.make_recipe(seen, _plan("/r/p", "go", **env))
+    assert recipe is not None and recipe["url"] == [url]
+    built = early.build(recipe, _plan("/r/p", "go", **{**env, "PR_BASE_URL": "https://attacker.example"}))
+    assert built is not None and built[0] == ("https", "api.anthropic.com", 443)
+    env["ANTHROPIC_BASE_URL"] = "https://api.anthropic.com"
+    recipe = early.make_recipe(seen, _plan("/r/p", "go", **env))
+    assert recipe is not None and recipe["url"] == [["env", "ANTHROPIC_BASE_URL"], "/v1/messages"]
+
+
+def test_any_credential_like_header_must_come_whole_from_the_environment() -> None:
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4001"}
+    seen = _observed(
+        "/r/p", "go", env["ANTHROPIC_BASE_URL"] + "/v1/messages", {"x-custom-token": "tok-literal-99"}
+    )
+    assert early.make_recipe(seen, _plan("/r/p", "go", **env)) is None
+
+
+def test_the_store_keeps_the_most_recently_used_recipes(tmp_path: Path) -> None:
+    for n in range(early.MAX_RECIPES + 3):
+        early.save_recipe(str(tmp_path), f"k{n:02d}", {"state": "unpredictable"})
+        os.utime(tmp_path / f"k{n:02d}.json", ns=(n * 10**9, n * 10**9))
+    early.save_recipe(str(tmp_path), "last", {"state": "unpredictable"})
+    kept = sorted(p.stem for p in tmp_path.glob("*.json"))
+    assert len(kept) == early.MAX_RECIPES and "last" in kept and "k00" not in kept

@@ -5,7 +5,8 @@ A run qualifies when nothing but its flags, its prompt argument and the environm
 first request, so that a recipe kept from an earlier run reproduces it exactly:
 
 - `mermaid exec` with flags from `PLAIN_FLAGS` only (none that names a file, a config layer, a
-  session to resume, a recording or another directory) and the prompt as arguments;
+  session to resume, a recording or another directory) and the prompt as arguments, not a
+  `/command` (those expand before they are sent);
 - stdin a terminal, `/dev/null` or closed (piped text would join the prompt);
 - no proxy variable (proxied requests go through httpx);
 - the project is the current directory (no git repository above it), and it has no `.mermaid`
@@ -21,9 +22,8 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from pathlib import Path
 
-from mermaid_cli.config.dirs import data_dir, user_config_dir
+from mermaid_cli.config.dirs import data_path, user_config_path
 from mermaid_cli.providers import early
 
 #: flags that shape a first request only through their literal value (part of the recipe key)
@@ -89,8 +89,8 @@ def split_argv(argv: list[str]) -> tuple[list[str], str] | None:
         else:
             words.append(token)
     prompt = " ".join(words)
-    if not prompt.strip() or prompt == "-":
-        return None
+    if not prompt.strip() or prompt == "-" or prompt.lstrip().startswith("/"):
+        return None  # empty, from stdin, or a `/command` that expands before it is sent
     return flags, prompt
 
 
@@ -152,19 +152,17 @@ def plan_early(argv: list[str], env: dict[str, str]) -> early.Plan | None:
     cwd = os.path.realpath(os.getcwd())
     if not _plain_project(cwd):
         return None
-    if not _absent_or_empty(str(user_config_dir(env))):
+    if not _absent_or_empty(user_config_path(env)):
         return None
-    data = data_dir(env)
-    if os.path.lexists(data / "memory") or os.path.lexists(data / "plugins.lock.json"):
+    data = data_path(env)
+    if os.path.lexists(os.path.join(data, "memory")) or os.path.lexists(
+        os.path.join(data, "plugins.lock.json")
+    ):
         return None
     flags, prompt = split
     ttys = (_isatty(0), _isatty(1), _isatty(2))
     key = early.key_for(["exec", *flags], env, ttys, git=os.path.lexists(os.path.join(cwd, ".git")))
-    store = env.get("MERMAID_EARLY_REQUEST_STORE")
-    plan = early.Plan(key=key, root=cwd, prompt=prompt, env=env)
-    if store:
-        plan.store = Path(store)
-    return plan
+    return early.Plan(key, cwd, prompt, env, env.get("MERMAID_EARLY_REQUEST_STORE") or early.STORE)
 
 
 def main() -> None:

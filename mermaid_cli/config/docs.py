@@ -38,7 +38,9 @@ or budget (`run.max_turns`, `run.max_cost`, `run.max_tokens`, `run.timeout`, `ve
 
 Provider keys never come from config files: they come from the environment or the OS keyring
 (`mermaid login PROVIDER`). `MERMAID_DATA_DIR` relocates checkpoints (default
-`~/.local/share/mermaid`).
+`~/.local/share/mermaid`). `MERMAID_NO_EARLY_REQUEST=1` turns off the early first request (a plain
+`exec` with no config files sends its first model request at start, from a recipe kept beside the
+bytecode: docs/ci.md).
 """
 
 

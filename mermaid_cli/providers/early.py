@@ -26,7 +26,7 @@ How it stays exact:
 The store sits beside the bytecode (`mermaid_cli/__pycache__`), like the tool-spec and generated-code
 caches, so a CI job's fresh `$HOME` still finds it; it holds Mermaid's own prompt and tool schemas
 only (qualifying runs have no config or instruction files). `MERMAID_NO_EARLY_REQUEST=1` turns the
-whole mechanism off; `MERMAID_EARLY_REQUEST_STORE` moves the store (tests).
+whole mechanism off; `MERMAID_EARLY_REQUEST_STORE` moves the store (a directory; tests).
 """
 
 from __future__ import annotations
@@ -35,18 +35,17 @@ import json
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mermaid_cli.providers.http1 import Origin, parse_url, request_head
 
+# not `typing.TYPE_CHECKING`: this module loads before the run's imports, typing's ~7 ms included
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
 
-PACKAGE = Path(__file__).resolve().parents[1]
-STORE = PACKAGE / "__pycache__" / f"early-request.{sys.implementation.cache_tag}.json"
-#: recipes kept, the most recently used first
+PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+#: one file per recipe key; the least recently written beyond MAX_RECIPES are removed
+STORE = os.path.join(PACKAGE, "__pycache__", f"early-request.{sys.implementation.cache_tag}")
 MAX_RECIPES = 16
 #: misses a candidate may have before it is marked unpredictable
 MAX_MISSES = 3
@@ -54,19 +53,15 @@ MAX_MISSES = 3
 CONNECT_TIMEOUT = 10.0
 #: seconds `claim` waits for an early send still under way
 CLAIM_WAIT = 10.0
-#: variables whose values may be slots: where a request goes and what it authenticates with
-SLOT_SUFFIXES = ("_BASE_URL", "_URL", "_ENDPOINT", "_HOST", "_API_KEY", "_KEY", "_TOKEN", "_SECRET")
+#: variables whose values may be slots (with a provider's prefix, `KEY_PREFIXES`): the base URL a
+#: request's URL starts with, and the credentials a header holds
+URL_SUFFIXES = ("_BASE_URL",)
+CREDENTIAL_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN")
+SLOT_SUFFIXES = URL_SUFFIXES + CREDENTIAL_SUFFIXES
 #: variables whose values must never reach the store (checked over the whole recipe)
 SECRET_MARKS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
-#: headers that carry credentials: their values must be slots entirely
-CREDENTIAL_HEADERS = (
-    "authorization",
-    "x-api-key",
-    "api-key",
-    "x-goog-api-key",
-    "cookie",
-    "proxy-authorization",
-)
+#: what in a header's name marks a credential: its value must be slots entirely
+CREDENTIAL_HEADER_MARKS = ("authorization", "key", "token", "secret", "cookie", "auth")
 #: prefixes of the variables a first request may depend on (their values are part of the key)
 KEY_PREFIXES = (
     "MERMAID_",
@@ -92,51 +87,46 @@ UNKEYED = frozenset({"MERMAID_CONFIG_DIR", "MERMAID_DATA_DIR", "MERMAID_EARLY_RE
 
 
 def slot_name(name: str) -> bool:
-    return name.upper().endswith(SLOT_SUFFIXES)
+    upper = name.upper()
+    return upper.endswith(SLOT_SUFFIXES) and upper.startswith(KEY_PREFIXES)
 
 
 def secret_name(name: str) -> bool:
     return any(mark in name.upper() for mark in SECRET_MARKS)
 
 
-@dataclass
 class Plan:
-    """What the entry point learned before anything heavy was imported."""
+    """What the entry point learned before anything heavy was imported (plain classes here:
+    `dataclasses` imports `inspect`, ~15 ms before the request could go)."""
 
-    key: str
-    root: str
-    prompt: str
-    env: dict[str, str]
-    store: Path = STORE
+    def __init__(self, key: str, root: str, prompt: str, env: dict[str, str], store: str = STORE) -> None:
+        self.key, self.root, self.prompt, self.env, self.store = key, root, prompt, env, store
 
 
-@dataclass
 class Observed:
     """The run's own first request, as `WireClient` was about to send it."""
 
-    method: str
-    url: str
-    headers: dict[str, str]
-    body: bytes
-    user_agent: str
-    data: bytes
+    def __init__(
+        self, method: str, url: str, headers: dict[str, str], body: bytes, user_agent: str, data: bytes
+    ) -> None:
+        self.method, self.url, self.headers, self.body = method, url, headers, body
+        self.user_agent, self.data = user_agent, data
 
 
-@dataclass
 class Early:
     """The process's early exchange (there is at most one)."""
 
-    plan: Plan
-    thread: threading.Thread | None = None
-    origin: Origin | None = None
-    data: bytes = b""
-    sock: socket.socket | None = None
-    reusable: bool = True
-    failed: bool = False
-    settled: bool = False
-    observed: Observed | None = None
-    outcome: str = "none"  # none | adopted | mismatch | unsent
-    sent_recipe: dict[str, object] | None = field(default=None, repr=False)
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.thread: threading.Thread | None = None
+        self.origin: Origin | None = None
+        self.data = b""
+        self.sock: socket.socket | None = None
+        self.reusable = True
+        self.failed = False
+        self.settled = False
+        self.observed: Observed | None = None
+        self.outcome = "none"  # none | adopted | mismatch | unsent
 
 
 _early: Early | None = None
@@ -149,14 +139,16 @@ def key_for(argv: list[str], env: dict[str, str], ttys: tuple[bool, bool, bool],
     from mermaid_cli import __version__
 
     files = []
-    for directory, dirs, names in os.walk(PACKAGE):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(names):
-            if name.endswith((".py", ".json", ".toml", ".md")):
-                st = os.stat(os.path.join(directory, name))
-                files.append(
-                    (os.path.relpath(os.path.join(directory, name), PACKAGE), st.st_mtime_ns, st.st_size)
-                )
+    pending = [PACKAGE]
+    while pending:  # not os.walk: a third of its cost, before the request can go
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.name.endswith((".py", ".json")):
+                    st = entry.stat()
+                    files.append((entry.path[len(PACKAGE) :], st.st_mtime_ns, st.st_size))
+                elif "." not in entry.name and entry.name != "__pycache__" and entry.is_dir():
+                    pending.append(entry.path)
+    files.sort()
     variables = sorted(
         (name, "<set>" if slot_name(name) or secret_name(name) else value)
         for name, value in env.items()
@@ -169,21 +161,28 @@ def key_for(argv: list[str], env: dict[str, str], ttys: tuple[bool, bool, bool],
 # -- the store ---------------------------------------------------------------------------------
 
 
-def load_store(path: Path) -> dict[str, dict[str, object]]:
+def load_recipe(store: str, key: str) -> dict[str, object] | None:
     try:
-        data = json.loads(path.read_bytes())
+        with open(os.path.join(store, key + ".json"), "rb") as file:
+            data = json.loads(file.read())
     except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(v, dict)}
+        return None
+    return data if isinstance(data, dict) else None
 
 
-def save_store(path: Path, recipes: dict[str, dict[str, object]]) -> None:
+def save_recipe(store: str, key: str, recipe: dict[str, object]) -> None:
+    from pathlib import Path
+
     from mermaid_cli.core.cache_files import write_whole
 
-    kept = dict(list(recipes.items())[:MAX_RECIPES])
-    write_whole(path, json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    data = json.dumps(recipe, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    write_whole(Path(store) / f"{key}.json", data)
+    try:
+        kept = sorted(Path(store).glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in kept[MAX_RECIPES:]:
+            old.unlink()
+    except OSError:
+        pass
 
 
 # -- recipes: a request with its slots ---------------------------------------------------------
@@ -212,10 +211,27 @@ def _split(parts: list[Part], needle: str, slot: list[str]) -> list[Part]:
     return out
 
 
-def _env_template(value: str, env: dict[str, str]) -> list[Part]:
+def _url_template(url: str, env: dict[str, str]) -> list[Part]:
+    """The URL with the provider base URL it starts with (the longest such variable) a slot."""
+    bases = [
+        (name, v)
+        for name, v in env.items()
+        if slot_name(name) and name.upper().endswith(URL_SUFFIXES) and len(v) >= 8 and url.startswith(v)
+    ]
+    if not bases:
+        return [url]
+    name, base = max(bases, key=lambda item: len(item[1]))
+    return [["env", name], url[len(base) :]] if url != base else [["env", name]]
+
+
+def _credential_template(value: str, env: dict[str, str]) -> list[Part]:
     parts: list[Part] = [value]
     slots = sorted(
-        ((name, v) for name, v in env.items() if slot_name(name) and len(v) >= 6),
+        (
+            (name, v)
+            for name, v in env.items()
+            if slot_name(name) and name.upper().endswith(CREDENTIAL_SUFFIXES) and len(v) >= 8
+        ),
         key=lambda item: -len(item[1]),
     )
     for name, v in slots:
@@ -236,8 +252,8 @@ def make_recipe(seen: Observed, plan: Plan) -> dict[str, object] | None:
     body_parts = _split(body_parts, _string_inner(plan.root), ["root"])
     headers: dict[str, list[Part]] = {}
     for name, value in seen.headers.items():
-        parts = _env_template(value, plan.env)
-        if name.lower() in CREDENTIAL_HEADERS and any(
+        parts = _credential_template(value, plan.env)
+        if any(mark in name.lower() for mark in CREDENTIAL_HEADER_MARKS) and any(
             isinstance(p, str) and p.strip() not in ("", "Bearer", "Basic") for p in parts
         ):
             return None  # a credential that did not come whole from the environment
@@ -246,7 +262,7 @@ def make_recipe(seen: Observed, plan: Plan) -> dict[str, object] | None:
         "state": "candidate",
         "misses": 0,
         "method": seen.method,
-        "url": _env_template(seen.url, plan.env),
+        "url": _url_template(seen.url, plan.env),
         "headers": headers,
         "user_agent": seen.user_agent,
         "body": body_parts,
@@ -309,14 +325,15 @@ def begin(plan: Plan) -> None:
     """Record the plan and, when its key has a confirmed recipe, send it on a worker thread."""
     global _early
     early = _early = Early(plan)
-    recipe = load_store(plan.store).get(plan.key)
+    recipe = load_recipe(plan.store, plan.key)
     if recipe is None or recipe.get("state") != "confirmed":
         return
     built = build(recipe, plan)
     if built is None:
         return
-    early.sent_recipe = recipe
     early.origin, early.data = built
+    import socket  # noqa: F401 - here, not on the thread: two importing threads hand the GIL to and fro
+
     early.thread = threading.Thread(target=_send, args=(early,), name="mermaid-early-request", daemon=True)
     early.thread.start()
 
@@ -416,9 +433,7 @@ def finish() -> None:
     if seen is None:
         return
     plan = early.plan
-    recipes = load_store(plan.store)
-    was_first = next(iter(recipes), None) == plan.key
-    old = recipes.pop(plan.key, None)
+    old = load_recipe(plan.store, plan.key)
     state = old.get("state") if old is not None else None
     entry: dict[str, object] | None
     if state == "unpredictable" or early.outcome == "mismatch":
@@ -433,16 +448,19 @@ def finish() -> None:
             misses = old.get("misses")
             misses = misses + 1 if isinstance(misses, int) else MAX_MISSES
             fresh = make_recipe(seen, plan)
-            entry = (
-                {"state": "unpredictable"}
-                if misses >= MAX_MISSES or fresh is None
-                else {**fresh, "misses": misses}
-            )
+            gone = misses >= MAX_MISSES or fresh is None
+            entry = {"state": "unpredictable"} if gone else {**(fresh or {}), "misses": misses}
     else:
         entry = make_recipe(seen, plan)
-    if entry is None or (entry == old and was_first):
-        return  # nothing to keep, or nothing new: no write at exit
-    save_store(plan.store, {plan.key: entry, **recipes})
+    if entry is None:
+        return  # nothing this run could teach
+    if entry == old:  # nothing new: only its place among the most recently used
+        try:
+            os.utime(os.path.join(plan.store, plan.key + ".json"))
+        except OSError:
+            pass
+        return
+    save_recipe(plan.store, plan.key, entry)
 
 
 def outcome() -> str:
