@@ -7,8 +7,9 @@ the exit, and peak RSS, each beside its target (issue 23). Prints numbers; asser
 - the 3-turn task of bench_providers.py (shell `ls`, write a file, answer) through `mermaid exec
   --json` against fixtures/fake_provider.py: first request after start, warm (a data dir that
   has run before) and cold (a fresh data dir and no tool-spec, generated-code or early-request cache
-  beside the bytecode: the first run after an install); exit after the last request (which includes streaming the last
-  answer); peak RSS of the mermaid process.
+  beside the bytecode: the first run after an install), and warm with the early first request
+  turned off (`MERMAID_NO_EARLY_REQUEST=1`, no target: what the early request saves); exit after
+  the last request (which includes streaming the last answer); peak RSS of the mermaid process.
 - `mermaid --version` and the replay demo, as before.
 Targets: first request <= 0.12 s warm, <= 0.2 s cold; exit <= 20 ms after the last response;
 peak RSS <= 60 MB; `--version` <= 0.15 s; replay demo <= 0.5 s. These are for a quiet 2-core
@@ -55,7 +56,7 @@ def measure(cmd: list[str], cwd: Path, runs: int) -> tuple[float, float]:
     return statistics.median(times), max(peaks)
 
 
-def task_run(exe: str, tmp: Path, n: int, data: Path) -> dict[str, float]:
+def task_run(exe: str, tmp: Path, n: int, data: Path, extra: dict[str, str] | None = None) -> dict[str, float]:
     """One 3-turn run: first request after start, exit after the last request, peak RSS."""
     script = tmp / f"script-{n}.jsonl"
     script.write_text("".join(json.dumps(x) + "\n" for x in SCRIPT))
@@ -64,7 +65,7 @@ def task_run(exe: str, tmp: Path, n: int, data: Path) -> dict[str, float]:
     project = tmp / f"project-{n}"
     project.mkdir()
     env = dict(os.environ, MERMAID_DATA_DIR=str(data), MERMAID_CONFIG_DIR=str(data / "cfg"))
-    env.update(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-bench-0000000000")
+    env.update(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-bench-0000000000", **(extra or {}))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [exe, "exec", "--json", "--safety", "full_access", "--model", "anthropic/claude-sonnet-4-5", "go"]
     try:
@@ -114,14 +115,18 @@ def main() -> None:
     cold = []
     for n in range(args.runs):
         shutil.rmtree(SHARED_SPECS, ignore_errors=True)
-        for kept in [*GENERATED.glob("generated-code.*"), *GENERATED.glob("early-request.*")]:
+        for kept in GENERATED.glob("generated-code.*"):
             kept.unlink()
+        for recipes in GENERATED.glob("early-request.*"):
+            shutil.rmtree(recipes, ignore_errors=True)
         cold.append(task_run(exe, work, n, work / f"cold-data-{n}"))
     warm_data = work / "warm-data"
     task_run(exe, work, 1000, warm_data)  # fills the caches
     warm = [task_run(exe, work, 1001 + n, warm_data) for n in range(args.runs)]
     med = {k: statistics.median(r[k] for r in warm) for k in warm[0]}
     print(f"{'first request, warm s':<34}{med['first']:>10.3f}{0.12:>10.2f}")
+    off = [task_run(exe, work, 2001 + n, warm_data, {"MERMAID_NO_EARLY_REQUEST": "1"}) for n in range(args.runs)]
+    print(f"{'first request, warm, not early s':<34}{statistics.median(r['first'] for r in off):>10.3f}{'-':>10}")
     print(f"{'first request, cold s':<34}{statistics.median(r['first'] for r in cold):>10.3f}{0.2:>10.2f}")
     print(f"{'exit after last request s':<34}{med['exit']:>10.3f}{0.02:>10.2f}")
     print(f"{'peak RSS, 3-turn run MB':<34}{max(r['rss'] for r in warm):>10.1f}{60:>10}")
