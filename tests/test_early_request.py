@@ -165,6 +165,7 @@ def test_a_run_with_project_instructions_is_never_recorded(tmp_path: Path) -> No
         (["exec", "/review", "the diff"], None),  # a prompt command expands before it is sent
         (["run", "go"], None),
         (["exec", "-qm", "m", "go"], None),
+        (["exec", "-m=anthropic/x", "go"], None),  # click reads the value "=anthropic/x"
         ([], None),
     ],
 )
@@ -184,6 +185,7 @@ def test_which_command_lines_are_plain(argv: list[str], split: object) -> None:
         "data/memory",
         "proxy",
         "off",
+        "read-only",
     ],
 )
 def test_what_keeps_a_run_from_qualifying(tmp_path: Path, monkeypatch, spoiler: str) -> None:
@@ -196,6 +198,8 @@ def test_what_keeps_a_run_from_qualifying(tmp_path: Path, monkeypatch, spoiler: 
     assert entry.plan_early(argv, env) is not None
     if spoiler == "proxy":
         env["HTTPS_PROXY"] = "http://proxy:3128"
+    elif spoiler == "read-only":  # (root writes anywhere: the kernel's answer is what counts)
+        monkeypatch.setattr(entry.os, "access", lambda path, mode: path != str(project))
     elif spoiler == "off":
         env["MERMAID_NO_EARLY_REQUEST"] = "1"
     else:
@@ -216,30 +220,51 @@ def test_piped_stdin_disqualifies_and_dev_null_does_not(tmp_path: Path) -> None:
 
 # -- recipes -------------------------------------------------------------------------------------
 
+BASE = "http://127.0.0.1:4001"
+KEY = "sk-ant-secret-1"
+
 
 def _plan(root: str, prompt: str, **env: str) -> early.Plan:
     return early.Plan(key="k", root=root, prompt=prompt, env=env)
 
 
-def _observed(root: str, prompt: str, url: str, headers: dict[str, str]) -> early.Observed:
+def _noted(plan: early.Plan, *endpoints: tuple[str, str | None, str | None, str | None]) -> early.Early:
+    """The exchange state after `resolve.create_provider` noted where its endpoints came from."""
+    state = early.Early(plan)
+    for base, base_var, key_var, key in endpoints:
+        state.endpoints[base] = (base_var, key_var, key)
+    return state
+
+
+def _observed(root: str, prompt: str, url: str, headers: dict[str, str], extra: str = "") -> early.Observed:
     body = encode(
         {
             "model": "m",
-            "system": [{"type": "text", "text": f"You work on the project at {root} (Linux)."}],
+            "system": [{"type": "text", "text": f"You work on the project at {root} (Linux).{extra}"}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
         }
     )
     from mermaid_cli.providers.http1 import parse_url, request_head
 
     origin, target, host, _ = parse_url(url)
-    return early.Observed(
-        "POST",
-        url,
-        headers,
-        body,
-        "mermaid/0",
-        request_head("POST", target, host, headers, len(body), "mermaid/0") + body,
+    data = request_head("POST", target, host, headers, len(body), "mermaid/0") + body
+    return early.Observed("POST", url, headers, body, "mermaid/0", data)
+
+
+def _anthropic(root: str = "/r/p", prompt: str = "go", base: str = BASE, key: str = KEY) -> early.Observed:
+    return _observed(
+        root, prompt, base + "/v1/messages", {"x-api-key": key, "anthropic-version": "2023-06-01"}
     )
+
+
+def _recipe(seen: early.Observed, plan: early.Plan, **env_sources: str | None) -> dict[str, object] | None:
+    noted = (
+        BASE,
+        env_sources.get("base", "ANTHROPIC_BASE_URL"),
+        env_sources.get("key", "ANTHROPIC_API_KEY"),
+        KEY,
+    )
+    return early.make_recipe(seen, plan, _noted(plan, noted))
 
 
 @settings(max_examples=200, deadline=None)
@@ -249,39 +274,97 @@ def _observed(root: str, prompt: str, url: str, headers: dict[str, str]) -> earl
     root=st.text(st.characters(blacklist_categories=("Cs",)), min_size=3).map(lambda s: "/" + s),
 )
 def test_a_recipe_rebuilds_any_prompt_and_root_byte_for_byte(first: str, second: str, root: str) -> None:
-    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4001", "ANTHROPIC_API_KEY": "sk-ant-secret-1"}
-    headers = {"x-api-key": env["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01"}
-    seen = _observed("/first/root", first, env["ANTHROPIC_BASE_URL"] + "/v1/messages", headers)
-    recipe = early.make_recipe(seen, _plan("/first/root", first, **env))
+    env = {"ANTHROPIC_BASE_URL": BASE, "ANTHROPIC_API_KEY": KEY}
+    seen = _anthropic("/first/root", first)
+    recipe = _recipe(seen, _plan("/first/root", first, **env))
     if recipe is None:  # the prompt is also elsewhere in the body: nothing kept
-        assert encode(first) in seen.body.replace(encode(first), b"", 1) or encode(first) not in seen.body
+        assert seen.body.count(encode(first)) != 1
         return
-    assert "sk-ant-secret-1" not in json.dumps(recipe)
-    later = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:5002", "ANTHROPIC_API_KEY": "sk-ant-other-2"}
-    want = _observed(
-        root,
-        second,
-        later["ANTHROPIC_BASE_URL"] + "/v1/messages",
-        {**headers, "x-api-key": later["ANTHROPIC_API_KEY"]},
-    )
+    assert KEY not in json.dumps(recipe)
+    later = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:5002/ \n", "ANTHROPIC_API_KEY": " sk-ant-other-2"}
+    want = _anthropic(root, second, "http://127.0.0.1:5002", "sk-ant-other-2")  # as resolve reads them
     built = early.build(recipe, _plan(root, second, **later))
     assert built is not None and built[1] == want.data and built[0] == ("http", "127.0.0.1", 5002)
 
 
-def test_a_credential_that_is_not_from_the_environment_is_never_kept() -> None:
-    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4001"}
-    seen = _observed(
-        "/r/p", "go", env["ANTHROPIC_BASE_URL"] + "/v1/messages", {"x-api-key": "sk-from-a-keyring"}
+def test_a_base_url_the_run_would_refuse_is_never_sent_early() -> None:
+    env = {"ANTHROPIC_BASE_URL": BASE, "ANTHROPIC_API_KEY": KEY}
+    recipe = _recipe(_anthropic(), _plan("/r/p", "go", **env))
+    assert recipe is not None
+    for refused in ("http://192.0.2.2:4001", "ftp://127.0.0.1", "https://", "   "):
+        assert early.build(recipe, _plan("/r/p", "go", **{**env, "ANTHROPIC_BASE_URL": refused})) is None
+    assert early.build(recipe, _plan("/r/p", "go", **{**env, "ANTHROPIC_API_KEY": " "})) is None
+
+
+def test_only_the_variables_the_run_took_its_endpoint_from_are_slots() -> None:
+    env = {
+        "ANTHROPIC_BASE_URL": BASE,
+        "OPENAI_BASE_URL": BASE + "/v1",
+        "ANTHROPIC_API_KEY": KEY,
+        "OPENAI_API_KEY": KEY,
+    }
+    plan = _plan("/r/p", "go", **env)
+    recipe = _recipe(_anthropic(), plan)
+    assert recipe is not None
+    assert recipe["url"] == [["base", "ANTHROPIC_BASE_URL"], "/v1/messages"]
+    assert recipe["headers"]["x-api-key"] == [["key", "ANTHROPIC_API_KEY"]]
+    moved = _plan(
+        "/r/p",
+        "go",
+        **{**env, "OPENAI_BASE_URL": "http://127.0.0.1:6000/v1", "OPENAI_API_KEY": "sk-other-99"},
     )
-    assert early.make_recipe(seen, _plan("/r/p", "go", **env)) is None
+    built = early.build(recipe, moved)
+    assert built is not None and built[0] == ("http", "127.0.0.1", 4001) and KEY.encode() in built[1]
+    # a base URL the run took from its own defaults stays literal: no variable can move it
+    literal = _recipe(_anthropic(), plan, base=None)
+    assert literal is not None and literal["url"] == [BASE + "/v1/messages"]
+
+
+def test_two_endpoints_a_request_could_belong_to_keep_nothing() -> None:
+    plan = _plan("/r/p", "go", ANTHROPIC_API_KEY=KEY)
+    both = _noted(
+        plan, (BASE, None, "ANTHROPIC_API_KEY", KEY), (BASE + "/v1", None, "ANTHROPIC_API_KEY", KEY)
+    )
+    assert early.make_recipe(_anthropic(), plan, both) is None
+    assert early.make_recipe(_anthropic(), plan, _noted(plan)) is None  # no endpoint noted at all
+
+
+def test_a_root_that_is_also_part_of_other_text_keeps_nothing() -> None:
+    plan = _plan("/model", "go", ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=BASE)
+    assert (
+        _recipe(
+            _observed("/model", "go", BASE + "/v1/messages", {"x-api-key": KEY}, " Use replay/model."), plan
+        )
+        is None
+    )
+    assert (
+        _recipe(_observed("/model", "go", BASE + "/v1/messages", {"x-api-key": KEY}, " See /model/x."), plan)
+        is not None
+    )
+
+
+def test_a_credential_that_is_not_from_the_environment_is_never_kept() -> None:
+    plan = _plan("/r/p", "go", ANTHROPIC_BASE_URL=BASE)
+    assert _recipe(_anthropic(key="sk-from-a-keyring"), plan, key=None) is None
+    token = _observed("/r/p", "go", BASE + "/v1/messages", {"x-custom-token": "tok-literal-99"})
+    assert _recipe(token, plan, key=None) is None
 
 
 def test_a_secret_anywhere_in_the_request_keeps_it_out_of_the_store() -> None:
-    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4001", "SOME_PASSWORD": "hunter2-hunter2"}
+    env = {"ANTHROPIC_BASE_URL": BASE, "ANTHROPIC_API_KEY": KEY, "SOME_PASSWORD": "hunter2-hunter2"}
     seen = _observed(
-        "/r/p", "go", env["ANTHROPIC_BASE_URL"] + "/v1/messages", {"anthropic-version": "hunter2-hunter2"}
+        "/r/p", "go", BASE + "/v1/messages", {"x-api-key": KEY, "anthropic-version": "hunter2-hunter2"}
     )
-    assert early.make_recipe(seen, _plan("/r/p", "go", **env)) is None
+    assert _recipe(seen, _plan("/r/p", "go", **env)) is None
+
+
+def test_a_blank_variable_and_a_set_one_are_different_runs() -> None:
+    ttys = (False, False, False)
+    keys = {
+        early.key_for(["exec"], {"ANTHROPIC_BASE_URL": value}, ttys, git=False)
+        for value in ("", "  ", "https://gw.example")
+    }
+    assert len(keys) == 2
 
 
 # -- TLS: the request goes out over a verified connection; the response is relayed ---------------
@@ -307,6 +390,9 @@ async def test_over_https_the_early_request_is_verified_and_its_response_relayed
         for prompt in ("one", "two", "three"):
             plan = early.Plan(key="k", root="/work/p", prompt=prompt, env=env, store=store)
             early.begin(plan)
+            early.note_endpoint(
+                url, "OPENAI_BASE_URL", "OPENAI_API_KEY", env["OPENAI_API_KEY"]
+            )  # as resolve does
             client = WireClient(verified_context, timeout=10, connect_timeout=10, user_agent="mermaid-test")
             body = encode({"root": "/work/p", "input": prompt})
             async with client.request("POST", url, headers, body) as response:
@@ -324,27 +410,6 @@ async def test_over_https_the_early_request_is_verified_and_its_response_relayed
         early._early.thread.join(10)
         assert early._early.failed and len(server.requests) == 3
         early.finish()
-
-
-def test_only_a_providers_base_url_variable_can_redirect_a_kept_request() -> None:
-    url = "https://api.anthropic.com/v1/messages"
-    env = {"PR_BASE_URL": "https://api.anthropic.com", "ANTHROPIC_API_KEY": "sk-ant-secret-1"}
-    seen = _observed("/r/p", "go", url, {"x-api-key": env["ANTHROPIC_API_KEY"]})
-    recipe = early.make_recipe(seen, _plan("/r/p", "go", **env))
-    assert recipe is not None and recipe["url"] == [url]
-    built = early.build(recipe, _plan("/r/p", "go", **{**env, "PR_BASE_URL": "https://attacker.example"}))
-    assert built is not None and built[0] == ("https", "api.anthropic.com", 443)
-    env["ANTHROPIC_BASE_URL"] = "https://api.anthropic.com"
-    recipe = early.make_recipe(seen, _plan("/r/p", "go", **env))
-    assert recipe is not None and recipe["url"] == [["env", "ANTHROPIC_BASE_URL"], "/v1/messages"]
-
-
-def test_any_credential_like_header_must_come_whole_from_the_environment() -> None:
-    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4001"}
-    seen = _observed(
-        "/r/p", "go", env["ANTHROPIC_BASE_URL"] + "/v1/messages", {"x-custom-token": "tok-literal-99"}
-    )
-    assert early.make_recipe(seen, _plan("/r/p", "go", **env)) is None
 
 
 def test_the_store_keeps_the_most_recently_used_recipes(tmp_path: Path) -> None:

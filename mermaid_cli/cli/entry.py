@@ -78,9 +78,9 @@ def split_argv(argv: list[str]) -> tuple[list[str], str] | None:
             words.extend(tokens)
             break
         if token.startswith("-") and token != "-":
-            name, eq, value = token.partition("=")
+            name, eq, value = token.partition("=") if token.startswith("--") else (token, "", "")
             if name not in PLAIN_FLAGS or (eq and name in BARE_FLAGS):
-                return None
+                return None  # (click reads `-m=x` as the value `=x`: short flags take no `=`)
             if name in VALUE_FLAGS and not eq:
                 value = next(tokens, None)  # type: ignore[assignment]
                 if value is None:
@@ -147,11 +147,14 @@ def plan_early(argv: list[str], env: dict[str, str]) -> early.Plan | None:
     split = split_argv(argv)
     if split is None or not _stdin_is_quiet():
         return None
+    flags, prompt = split
     if any(env.get(name) or env.get(name.upper()) for name in PROXY_VARIABLES):
         return None
     cwd = os.path.realpath(os.getcwd())
     if not _plain_project(cwd):
         return None
+    if "--ephemeral" not in flags and not os.access(cwd, os.W_OK):
+        return None  # the run would stop before its first request: its session file has no place
     if not _absent_or_empty(user_config_path(env)):
         return None
     data = data_path(env)
@@ -159,7 +162,6 @@ def plan_early(argv: list[str], env: dict[str, str]) -> early.Plan | None:
         os.path.join(data, "plugins.lock.json")
     ):
         return None
-    flags, prompt = split
     ttys = (_isatty(0), _isatty(1), _isatty(2))
     key = early.key_for(["exec", *flags], env, ttys, git=os.path.lexists(os.path.join(cwd, ".git")))
     return early.Plan(key, cwd, prompt, env, env.get("MERMAID_EARLY_REQUEST_STORE") or early.STORE)

@@ -36,7 +36,7 @@ import os
 import sys
 import threading
 
-from mermaid_cli.providers.http1 import Origin, parse_url, request_head
+from mermaid_cli.providers.http1 import Origin, base_url_problem, parse_url, request_head
 
 # not `typing.TYPE_CHECKING`: this module loads before the run's imports, typing's ~7 ms included
 TYPE_CHECKING = False
@@ -127,6 +127,18 @@ class Early:
         self.settled = False
         self.observed: Observed | None = None
         self.outcome = "none"  # none | adopted | mismatch | unsent
+        #: base URL -> (the variable it came from, the variable the key came from, the key), as
+        #: `resolve.create_provider` took them: the only values a recipe may make slots of
+        self.endpoints: dict[str, tuple[str | None, str | None, str | None]] = {}
+        self.lock = threading.Lock()
+        self.abandoned = False  # the run went on without it: a late worker must not send
+
+
+def note_endpoint(base_url: str, base_url_var: str | None, key_var: str | None, key: str | None) -> None:
+    """Where an endpoint's base URL and key came from (None: not from the environment)."""
+    early = _early
+    if early is not None and not early.settled:
+        early.endpoints[base_url] = (base_url_var, key_var, key)
 
 
 _early: Early | None = None
@@ -150,7 +162,7 @@ def key_for(argv: list[str], env: dict[str, str], ttys: tuple[bool, bool, bool],
                     pending.append(entry.path)
     files.sort()
     variables = sorted(
-        (name, "<set>" if slot_name(name) or secret_name(name) else value)
+        (name, ("<set>" if value.strip() else "<blank>") if slot_name(name) or secret_name(name) else value)
         for name, value in env.items()
         if name.upper().startswith(KEY_PREFIXES) and name not in UNKEYED
     )
@@ -187,7 +199,7 @@ def save_recipe(store: str, key: str, recipe: dict[str, object]) -> None:
 
 # -- recipes: a request with its slots ---------------------------------------------------------
 
-#: a template: literal text, or [slot kind, name] ("env", NAME), ("root",), ("prompt",)
+#: a template: literal text, or a slot: ["base", VAR] (a base URL), ["key", VAR], ["root"], ["prompt"]
 Part = str | list[str]
 
 
@@ -211,48 +223,62 @@ def _split(parts: list[Part], needle: str, slot: list[str]) -> list[Part]:
     return out
 
 
-def _url_template(url: str, env: dict[str, str]) -> list[Part]:
-    """The URL with the provider base URL it starts with (the longest such variable) a slot."""
-    bases = [
-        (name, v)
-        for name, v in env.items()
-        if slot_name(name) and name.upper().endswith(URL_SUFFIXES) and len(v) >= 8 and url.startswith(v)
+#: characters that continue a path name: the root is a slot only where none touches it
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~-")
+
+
+def _root_stands_alone(body: str, root: str) -> bool:
+    """Whether every occurrence of `root` in `body` is the whole path (a project at `/model` must
+    not turn `replay/model` into a slot)."""
+    start = body.find(root)
+    while start >= 0:
+        before = body[start - 1] if start else " "
+        end = start + len(root)
+        after = body[end] if end < len(body) else " "
+        if before in _NAME_CHARS or before == "/" or after in _NAME_CHARS:
+            return False
+        start = body.find(root, end)
+    return True
+
+
+def _endpoint_for(url: str, early: Early) -> tuple[str, str | None, str | None, str | None] | None:
+    """(base URL, its variable, the key's variable, the key) of the one noted endpoint `url` is
+    under; None when none is, or more than one could be (nothing is guessed)."""
+    under = [
+        (base, *sources)
+        for base, sources in early.endpoints.items()
+        if url == base or url.startswith(base + "/") or url.startswith(base + "?")
     ]
-    if not bases:
-        return [url]
-    name, base = max(bases, key=lambda item: len(item[1]))
-    return [["env", name], url[len(base) :]] if url != base else [["env", name]]
+    return under[0] if len(under) == 1 else None
 
 
-def _credential_template(value: str, env: dict[str, str]) -> list[Part]:
-    parts: list[Part] = [value]
-    slots = sorted(
-        (
-            (name, v)
-            for name, v in env.items()
-            if slot_name(name) and name.upper().endswith(CREDENTIAL_SUFFIXES) and len(v) >= 8
-        ),
-        key=lambda item: -len(item[1]),
-    )
-    for name, v in slots:
-        parts = _split(parts, v, ["env", name])
-    return parts
-
-
-def make_recipe(seen: Observed, plan: Plan) -> dict[str, object] | None:
-    """The recipe for `seen`, or None when it cannot be reproduced without storing a secret."""
+def make_recipe(seen: Observed, plan: Plan, early: Early | None = None) -> dict[str, object] | None:
+    """The recipe for `seen`, or None when it cannot be reproduced exactly without storing a secret."""
+    early = early if early is not None else _early
+    endpoint = _endpoint_for(seen.url, early) if early is not None else None
+    if endpoint is None:
+        return None
+    base, base_var, key_var, key = endpoint
     try:
         body = seen.body.decode("utf-8")
     except UnicodeDecodeError:
         return None
     quoted = json.dumps(plan.prompt, ensure_ascii=False)
-    if body.count(quoted) != 1 or len(plan.root) < 2 or _string_inner(plan.root) not in body:
+    root = _string_inner(plan.root)
+    if body.count(quoted) != 1 or len(plan.root) < 2 or root not in body:
         return None
     body_parts = _split([body], quoted, ["prompt"])
-    body_parts = _split(body_parts, _string_inner(plan.root), ["root"])
+    if not all(_root_stands_alone(p, root) for p in body_parts if isinstance(p, str)):
+        return None
+    body_parts = _split(body_parts, root, ["root"])
+    url: list[Part] = [["base", base_var], seen.url[len(base) :]] if base_var else [seen.url]
+    if base_var is None and "@" in seen.url.split("/")[2]:
+        return None  # user info in a literal URL is a credential
     headers: dict[str, list[Part]] = {}
     for name, value in seen.headers.items():
-        parts = _credential_template(value, plan.env)
+        parts: list[Part] = [value]
+        if key_var is not None and key:
+            parts = _split(parts, key, ["key", key_var])
         if any(mark in name.lower() for mark in CREDENTIAL_HEADER_MARKS) and any(
             isinstance(p, str) and p.strip() not in ("", "Bearer", "Basic") for p in parts
         ):
@@ -262,15 +288,17 @@ def make_recipe(seen: Observed, plan: Plan) -> dict[str, object] | None:
         "state": "candidate",
         "misses": 0,
         "method": seen.method,
-        "url": _url_template(seen.url, plan.env),
+        "url": url,
         "headers": headers,
         "user_agent": seen.user_agent,
         "body": body_parts,
     }
     text = json.dumps(recipe, ensure_ascii=False)
-    for name, value in plan.env.items():
-        if secret_name(name) and len(value) >= 8 and value in text:
-            return None
+    secrets = [v for name, v in plan.env.items() if secret_name(name) and len(v.strip()) >= 8]
+    if key:
+        secrets.append(key)
+    if any(secret.strip() in text for secret in secrets):
+        return None
     return recipe
 
 
@@ -285,8 +313,15 @@ def _fill(parts: object, plan: Plan, *, prompt: str | None = None) -> str | None
             out.append(json.dumps(plan.prompt if prompt is None else prompt, ensure_ascii=False))
         elif part == ["root"]:
             out.append(_string_inner(plan.root))
-        elif isinstance(part, list) and len(part) == 2 and part[0] == "env" and plan.env.get(part[1]):
-            out.append(plan.env[part[1]])
+        elif isinstance(part, list) and len(part) == 2 and part[0] in ("base", "key"):
+            value = plan.env.get(str(part[1]), "").strip()  # as `resolve`/`lookup_key` read it
+            if not value:
+                return None
+            if part[0] == "base":
+                if base_url_problem(value) is not None:
+                    return None  # what `resolve.check_base_url` refuses is never sent
+                value = value.rstrip("/")
+            out.append(value)
         else:
             return None
     return "".join(out)
@@ -343,29 +378,37 @@ def _send(early: Early) -> None:
 
     assert early.origin is not None
     scheme, host, port = early.origin
+    conn: socket.socket | None = None
     try:
-        sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
+        conn = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
         if scheme == "https":
-            sock = _tls_relay(sock, host, early.data)
-            early.reusable = False
-        else:
-            sock.sendall(early.data)
-        sock.settimeout(None)
-        early.sock = sock
+            from mermaid_cli.providers.tls import verified_context
+
+            conn = verified_context().wrap_socket(conn, server_hostname=host)
+        with early.lock:  # the run either takes what was sent or has given up on it: never both
+            if early.abandoned:
+                conn.close()
+                return
+            conn.sendall(early.data)
+            conn.settimeout(None)
+            if scheme == "https":
+                early.sock, early.reusable = _relay(conn), False
+            else:
+                early.sock = conn
     except Exception:
         early.failed = True
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
 
 
-def _tls_relay(raw: socket.socket, host: str, data: bytes) -> socket.socket:
-    """The request sent over TLS; the response relayed, unchanged, into one end of a socket pair
-    (asyncio cannot take over a TLS session): the run reads the other end as its connection."""
+def _relay(tls: socket.socket) -> socket.socket:
+    """The TLS connection's response relayed, unchanged, into one end of a socket pair (asyncio
+    cannot take over a TLS session): the run reads the other end as its connection, once."""
     import socket
 
-    from mermaid_cli.providers.tls import verified_context
-
-    tls = verified_context().wrap_socket(raw, server_hostname=host)
-    tls.sendall(data)
-    tls.settimeout(None)
     ours, theirs = socket.socketpair()
 
     def relay() -> None:
@@ -385,11 +428,21 @@ def _tls_relay(raw: socket.socket, host: str, data: bytes) -> socket.socket:
     return theirs
 
 
-def claim(
+def _give_up(early: Early) -> socket.socket | None:
+    """Stop a send still under way; the socket of one that completed (the caller's now)."""
+    with early.lock:
+        early.abandoned = True
+        sock, early.sock = early.sock, None
+    return sock
+
+
+async def claim(
     method: str, url: str, headers: dict[str, str], body: bytes, user_agent: str, origin: Origin, data: bytes
 ) -> tuple[socket.socket, bool] | None:
     """The early connection (and whether it may be kept alive) when `data` is exactly what went out
-    early to `origin`; None otherwise. Only the process's first request is considered."""
+    early to `origin`; None otherwise. Only the process's first request is considered; a send
+    still connecting is waited for without blocking the loop (so a signal or `--timeout` still
+    ends the run), up to the connect timeout."""
     early = _early
     if early is None or early.settled:
         return None
@@ -397,15 +450,19 @@ def claim(
     early.observed = Observed(method, url, dict(headers), body, user_agent, data)
     if early.thread is None:
         return None
-    early.thread.join(CLAIM_WAIT)
-    sock = early.sock
-    if early.thread.is_alive() or sock is None:
+    if early.thread.is_alive():
+        import asyncio
+        import time
+
+        give_up_at = time.monotonic() + CLAIM_WAIT
+        while early.thread.is_alive() and time.monotonic() < give_up_at:
+            await asyncio.sleep(0.005)
+    sock = _give_up(early)
+    if sock is None:
         early.outcome = "unsent"
-        early.sock = None
         return None
     if early.origin != origin or early.data != data:
         early.outcome = "mismatch"
-        early.sock = None
         sock.close()
         print(
             "mermaid: warning: the early first request did not match this run's own and was dropped "
@@ -414,7 +471,6 @@ def claim(
         )
         return None
     early.outcome = "adopted"
-    early.sock = None
     return sock, early.reusable
 
 
@@ -424,9 +480,10 @@ def finish() -> None:
     early, _early = _early, None
     if early is None:
         return
-    if early.sock is not None:  # sent early but never claimed (the run ended before its request)
+    unclaimed = _give_up(early)  # sent early but never claimed: the run ended before its request
+    if unclaimed is not None:
         try:
-            early.sock.close()
+            unclaimed.close()
         except OSError:
             pass
     seen = early.observed
@@ -447,11 +504,11 @@ def finish() -> None:
         else:
             misses = old.get("misses")
             misses = misses + 1 if isinstance(misses, int) else MAX_MISSES
-            fresh = make_recipe(seen, plan)
+            fresh = make_recipe(seen, plan, early)
             gone = misses >= MAX_MISSES or fresh is None
             entry = {"state": "unpredictable"} if gone else {**(fresh or {}), "misses": misses}
     else:
-        entry = make_recipe(seen, plan)
+        entry = make_recipe(seen, plan, early)
     if entry is None:
         return  # nothing this run could teach
     if entry == old:  # nothing new: only its place among the most recently used

@@ -64,3 +64,29 @@ def request_head(
         lines.append(f"{name}: {value}")
     lines.append(f"content-length: {length}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why `url` may not be a provider's base URL, or None. Only https leaves the machine: a key
+    sent over http to a remote host is a leaked key."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return f"base URL {url!r} is not an http(s) URL"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"base URL {url!r} is not an http(s) URL"
+    if parts.scheme == "http" and not is_loopback(host):
+        return f"base URL {url!r} must use https (plain http is only allowed for localhost)"
+    return None

@@ -10,18 +10,18 @@ request. The model part is passed to the vendor verbatim
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from mermaid_cli.core.errors import ConfigError, ProviderError, UsageError
 from mermaid_cli.core.types import Usage
+from mermaid_cli.providers import early
 from mermaid_cli.providers.base import Provider
+from mermaid_cli.providers.http1 import base_url_problem
 from mermaid_cli.providers.models import UNKNOWN_MAX_OUTPUT, ModelFacts, Price, facts_for
-from mermaid_cli.security.keys import lookup_key
+from mermaid_cli.security.keys import env_key_name, lookup_key
 
 if TYPE_CHECKING:
     from mermaid_cli.config.loader import Settings
@@ -95,24 +95,11 @@ def split_model_id(model_id: str) -> tuple[str, str]:
     return provider, model
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def check_base_url(url: str, where: str) -> str:
-    """Only https leaves the machine: a key sent over http to a remote host is a leaked key."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"base URL {url!r} is not an http(s) URL", source=where)
-    if parts.scheme == "http" and not is_loopback(parts.hostname):
-        raise ConfigError(
-            f"base URL {url!r} must use https (plain http is only allowed for localhost)", source=where
-        )
+    """`url` without a trailing slash; ConfigError when it may not be a base URL (`base_url_problem`)."""
+    problem = base_url_problem(url)
+    if problem is not None:
+        raise ConfigError(problem, source=where)
     return url.rstrip("/")
 
 
@@ -167,9 +154,11 @@ def create_provider(
         from mermaid_cli.providers.bedrock import bedrock_base_url, bedrock_region
 
         base_url, where = bedrock_base_url(env, bedrock_region(env)), "ANTHROPIC_BEDROCK_BASE_URL"
+    base_url_var = None
     if base_url is None and preset is not None:
         if preset.base_url_env and env.get(preset.base_url_env, "").strip():
             base_url, where = env[preset.base_url_env].strip(), preset.base_url_env
+            base_url_var = preset.base_url_env
         else:
             base_url = preset.base_url
     if not base_url:
@@ -177,14 +166,19 @@ def create_provider(
     base_url = check_base_url(base_url, where)
 
     key: str | None = None
+    key_vars: tuple[str, ...] = ()
     if user is not None and user.api_key_env:
-        key, _ = lookup_key(name, (user.api_key_env,), env, authoritative=True)
+        key_vars = (user.api_key_env,)
+        key, _ = lookup_key(name, key_vars, env, authoritative=True)
         if key is None:
             raise ProviderError(missing_key_message(provider, (user.api_key_env,), True), code="auth")
     elif preset is not None:
-        key, _ = lookup_key(name, preset.key_env, env, authoritative=not preset.key_required)
+        key_vars = preset.key_env
+        key, _ = lookup_key(name, key_vars, env, authoritative=not preset.key_required)
         if key is None and preset.key_required:
             raise ProviderError(missing_key_message(provider, preset.key_env, False), code="auth")
+    # where this endpoint's base URL and key came from: all the early first request may fill in
+    early.note_endpoint(base_url, base_url_var, env_key_name(key_vars, env) if key else None, key)
 
     headers = tuple(sorted((user.extra_headers or {}).items())) if user is not None else ()
     other_secrets: tuple[str, ...] = ()

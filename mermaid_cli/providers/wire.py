@@ -126,7 +126,7 @@ class WireClient:
         if conn is not None and not conn.usable:
             conn.close()
             conn = None
-        taken = early.claim(method, url, given, body, self._user_agent, origin, head + body)
+        taken = await early.claim(method, url, given, body, self._user_agent, origin, head + body)
         try:
             if taken is not None:  # this very request already went out at start (`early.py`)
                 sock, reusable = taken

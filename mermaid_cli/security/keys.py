@@ -39,14 +39,18 @@ def keyring_get(provider: str, env: Mapping[str, str]) -> str | None:
     return value or None
 
 
+def env_key_name(env_vars: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """The first of `env_vars` that holds a key (not blank): where `lookup_key` takes it from."""
+    return next((name for name in env_vars if env.get(name, "").strip()), None)
+
+
 def lookup_key(
     provider: str, env_vars: Sequence[str], env: Mapping[str, str], *, authoritative: bool = False
 ) -> tuple[str | None, KeySource]:
     """(key, source). `authoritative`: only `env_vars` count (a configured api_key_env)."""
-    for name in env_vars:
-        value = env.get(name, "").strip()
-        if value:
-            return value, "env"
+    name = env_key_name(env_vars, env)
+    if name is not None:
+        return env[name].strip(), "env"
     if authoritative:
         return None, "none"
     stored = keyring_get(provider, env)
