@@ -4,14 +4,18 @@ that build it, so the model works while Mermaid loads (issue 23). Stdlib only.
 How it stays exact:
 
 - A **recipe** is the first request a run really sent (method, URL, headers, body), with the values
-  that differ between runs made slots: the prompt, the project root, and the environment variables
-  the URL and credentials came from (`*_BASE_URL`, `*_API_KEY`, ...). A secret is never stored: a
-  recipe whose text still holds a credential-like variable's value, or whose credential header is
-  not entirely a slot, is not kept.
+  that differ between runs made slots: the prompt, the project root (only where it stands as a
+  whole path), and the variables `resolve.create_provider` took the endpoint's base URL and key
+  from (`note_endpoint`; nothing is guessed from values, and a request two endpoints could own keeps
+  nothing). A filled-in base URL is stripped and checked as `resolve` checks it (no plain http off
+  the machine), so an early request never goes where the run's own would not. A secret is never
+  stored: a recipe whose text still holds the key or a credential-like variable's value, whose
+  credential-like header is not entirely a slot, or whose literal URL holds user info, is not kept.
 - Recipes are keyed by everything else a first request can depend on: Mermaid's code (every module's
-  size and mtime), the Python, the flags, whether the project is a git repository, the `MERMAID_*` and provider variables (values; a slot
-  variable's presence only) and which standard streams are terminals. `cli/entry.py` decides which
-  runs qualify at all: plain `exec` flags, a prompt argument, no piped stdin, no proxy, and no
+  size and mtime), the Python, the flags, whether the project is a git repository, the `MERMAID_*`
+  and provider variables (values; for URL and credential variables only whether they are blank)
+  and which standard streams are terminals. `cli/entry.py` decides which runs qualify at all:
+  plain `exec` flags, a prompt argument, no piped stdin, no proxy, a writable project, and no
   config, instructions, memory, skills or plugins anywhere the run would read them.
 - A new recipe is a **candidate**: the next run with its key sends nothing early, fills it in and
   compares it with what it really sends; equal, it is **confirmed**. A recipe that does not
@@ -20,8 +24,9 @@ How it stays exact:
 - A confirmed recipe is sent on a worker thread at start. When the run's own first request is ready,
   `WireClient` offers it here (`claim`): only byte-identical bytes to the same origin take the early
   connection (its response is read as the run's own); anything else closes it unread, prints a
-  warning on stderr and marks the recipe unpredictable. An early send that failed leaves the run to
-  send normally (and meet the same failure itself).
+  warning on stderr and marks the recipe unpredictable. An early send that failed, or is still
+  connecting when the run's connect timeout is up, leaves the run to send normally (and meet the
+  same failure itself); a worker the run gave up on never sends.
 
 The store sits beside the bytecode (`mermaid_cli/__pycache__`), like the tool-spec and generated-code
 caches, so a CI job's fresh `$HOME` still finds it; it holds Mermaid's own prompt and tool schemas
