@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -165,7 +167,11 @@ def test_a_run_with_project_instructions_is_never_recorded(tmp_path: Path) -> No
         (["exec", "/review", "the diff"], None),  # a prompt command expands before it is sent
         (["run", "go"], None),
         (["exec", "-qm", "m", "go"], None),
-        (["exec", "-m=anthropic/x", "go"], None),  # click reads the value "=anthropic/x"
+        (["exec", "-m=anthropic/x", "go"], None),
+        (
+            ["exec", "--append-system-prompt", "token ghp_x", "go"],
+            None,
+        ),  # free text a recipe would keep  # click reads the value "=anthropic/x"
         ([], None),
     ],
 )
@@ -350,6 +356,27 @@ def test_a_credential_that_is_not_from_the_environment_is_never_kept() -> None:
     assert _recipe(token, plan, key=None) is None
 
 
+def test_a_second_endpoint_at_the_same_base_url_makes_it_a_guess_and_keeps_nothing() -> None:
+    plan = _plan("/r/p", "go", ANTHROPIC_BASE_URL=BASE, OPENAI_BASE_URL=BASE, ANTHROPIC_API_KEY=KEY)
+    previous, early._early = early._early, early.Early(plan)
+    try:
+        early.note_endpoint(BASE, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", KEY)
+        early.note_endpoint(BASE, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", KEY)  # the same again
+        assert early.make_recipe(_anthropic(), plan, early._early) is not None
+        early.note_endpoint(BASE, "OPENAI_BASE_URL", "OPENAI_API_KEY", KEY)
+        assert early.make_recipe(_anthropic(), plan, early._early) is None
+    finally:
+        early._early = previous
+
+
+def test_what_the_run_would_redact_is_never_kept() -> None:
+    env = {"ANTHROPIC_BASE_URL": BASE, "ANTHROPIC_API_KEY": KEY, "MERMAID_MASK": "internal-codename-77"}
+    for extra in (" Token ghp_" + "a" * 36 + ".", " Ship internal-codename-77."):
+        seen = _observed("/r/p", "go", BASE + "/v1/messages", {"x-api-key": KEY}, extra)
+        assert _recipe(seen, _plan("/r/p", "go", **env)) is None
+    assert _recipe(_anthropic(), _plan("/r/p", "go", **env)) is not None
+
+
 def test_a_secret_anywhere_in_the_request_keeps_it_out_of_the_store() -> None:
     env = {"ANTHROPIC_BASE_URL": BASE, "ANTHROPIC_API_KEY": KEY, "SOME_PASSWORD": "hunter2-hunter2"}
     seen = _observed(
@@ -401,6 +428,11 @@ async def test_over_https_the_early_request_is_verified_and_its_response_relayed
             outcomes.append(early.outcome())
             early.finish()
         assert outcomes == ["none", "none", "adopted"]
+        for _ in range(500):  # the run closed its end: the relay closes the TLS connection and ends
+            if not any(t.name == "mermaid-early-relay" for t in threading.enumerate()):
+                break
+            time.sleep(0.01)
+        assert not any(t.name == "mermaid-early-relay" for t in threading.enumerate())
         assert len(server.requests) == 3
         assert "sk-test-0123456789" not in "".join(path.read_text() for path in store.glob("*.json"))
 

@@ -5,7 +5,8 @@ A run qualifies when nothing but its flags, its prompt argument and the environm
 first request, so that a recipe kept from an earlier run reproduces it exactly:
 
 - `mermaid exec` with flags from `PLAIN_FLAGS` only (none that names a file, a config layer, a
-  session to resume, a recording or another directory) and the prompt as arguments, not a
+  session to resume, a recording or another directory, and none that carries free text such as
+  `--append-system-prompt`: a recipe would keep it) and the prompt as arguments, not a
   `/command` (those expand before they are sent);
 - stdin a terminal, `/dev/null` or closed (piped text would join the prompt);
 - no proxy variable (proxied requests go through httpx);
@@ -38,8 +39,6 @@ VALUE_FLAGS = frozenset(
         "--max-tokens",
         "--max-cost",
         "--timeout",
-        "--system-prompt",
-        "--append-system-prompt",
         "--safety",
         "--allowed-tools",
         "--allowedTools",

@@ -54,8 +54,10 @@ STORE = os.path.join(PACKAGE, "__pycache__", f"early-request.{sys.implementation
 MAX_RECIPES = 16
 #: misses a candidate may have before it is marked unpredictable
 MAX_MISSES = 3
-#: seconds the early connection may take to connect (the run's own connect timeout)
+#: seconds the early connection may take to connect (the run's own connect timeout); every address
+#: of a name but the last gets ADDRESS_TIMEOUT
 CONNECT_TIMEOUT = 10.0
+ADDRESS_TIMEOUT = 1.0
 #: seconds `claim` waits for an early send still under way
 CLAIM_WAIT = 10.0
 #: variables whose values may be slots (with a provider's prefix, `KEY_PREFIXES`): the base URL a
@@ -139,11 +141,19 @@ class Early:
         self.abandoned = False  # the run went on without it: a late worker must not send
 
 
+#: the sources noted for a base URL two endpoints share with different variables
+AMBIGUOUS: tuple[str | None, str | None, str | None] = ("", "", "")
+
+
 def note_endpoint(base_url: str, base_url_var: str | None, key_var: str | None, key: str | None) -> None:
     """Where an endpoint's base URL and key came from (None: not from the environment)."""
     early = _early
-    if early is not None and not early.settled:
-        early.endpoints[base_url] = (base_url_var, key_var, key)
+    if early is None or early.settled:
+        return
+    noted = (base_url_var, key_var, key)
+    if early.endpoints.get(base_url, noted) != noted:
+        noted = AMBIGUOUS  # two providers at one base URL: which one sent the request is a guess
+    early.endpoints[base_url] = noted
 
 
 _early: Early | None = None
@@ -254,7 +264,7 @@ def _endpoint_for(url: str, early: Early) -> tuple[str, str | None, str | None, 
         for base, sources in early.endpoints.items()
         if url == base or url.startswith(base + "/") or url.startswith(base + "?")
     ]
-    return under[0] if len(under) == 1 else None
+    return under[0] if len(under) == 1 and under[0][1:] != AMBIGUOUS else None
 
 
 def make_recipe(seen: Observed, plan: Plan, early: Early | None = None) -> dict[str, object] | None:
@@ -299,9 +309,13 @@ def make_recipe(seen: Observed, plan: Plan, early: Early | None = None) -> dict[
         "body": body_parts,
     }
     text = json.dumps(recipe, ensure_ascii=False)
+    from mermaid_cli.security.redact import Redactor
+
+    # what the run itself would redact (keys, MERMAID_MASK values, token shapes) is never stored
+    redactor = Redactor.from_environment(plan.env, [key] if key else [])
+    if redactor.redact(text) != text:
+        return None
     secrets = [v for name, v in plan.env.items() if secret_name(name) and len(v.strip()) >= 8]
-    if key:
-        secrets.append(key)
     if any(secret.strip() in text for secret in secrets):
         return None
     return recipe
@@ -378,28 +392,46 @@ def begin(plan: Plan) -> None:
     early.thread.start()
 
 
-def _send(early: Early) -> None:
+def _connect(host: str, port: int) -> socket.socket:
+    """Each address in turn; every one but the last gets at most ADDRESS_TIMEOUT (a black-holed
+    IPv6 route must not hold the request the run's own happy-eyeballs connect would not wait for)."""
     import socket
 
+    addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    last: OSError = OSError(f"no address for {host}")
+    for i, (family, kind, proto, _, address) in enumerate(addresses):
+        sock = socket.socket(family, kind, proto)
+        sock.settimeout(CONNECT_TIMEOUT if i == len(addresses) - 1 else ADDRESS_TIMEOUT)
+        try:
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            sock.close()
+            last = exc
+    raise last
+
+
+def _send(early: Early) -> None:
     assert early.origin is not None
     scheme, host, port = early.origin
     conn: socket.socket | None = None
     try:
-        conn = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
+        conn = _connect(host, port)
         if scheme == "https":
             from mermaid_cli.providers.tls import verified_context
 
             conn = verified_context().wrap_socket(conn, server_hostname=host)
         with early.lock:  # the run either takes what was sent or has given up on it: never both
             if early.abandoned:
-                conn.close()
+                raise OSError("abandoned")
+        conn.sendall(early.data)
+        conn.settimeout(None)
+        taken = _relay(conn) if scheme == "https" else conn
+        with early.lock:
+            if early.abandoned:  # given up on while the bytes went out: nobody reads the answer
+                taken.close()
                 return
-            conn.sendall(early.data)
-            conn.settimeout(None)
-            if scheme == "https":
-                early.sock, early.reusable = _relay(conn), False
-            else:
-                early.sock = conn
+            early.sock, early.reusable = taken, scheme != "https"
     except Exception:
         early.failed = True
         if conn is not None:
@@ -411,18 +443,34 @@ def _send(early: Early) -> None:
 
 def _relay(tls: socket.socket) -> socket.socket:
     """The TLS connection's response relayed, unchanged, into one end of a socket pair (asyncio
-    cannot take over a TLS session): the run reads the other end as its connection, once."""
+    cannot take over a TLS session): the run reads the other end as its connection, once, and
+    closing it closes the TLS connection too."""
+    import selectors
     import socket
 
     ours, theirs = socket.socketpair()
 
     def relay() -> None:
+        watch = selectors.DefaultSelector()
+        watch.register(tls, selectors.EVENT_READ)
+        watch.register(ours, selectors.EVENT_READ)
         try:
-            while chunk := tls.recv(65536):
-                ours.sendall(chunk)
+            while True:
+                for ready, _ in watch.select():
+                    if ready.fileobj is ours:
+                        if not ours.recv(4096):
+                            return  # the run closed its end
+                        continue
+                    chunk = tls.recv(65536)
+                    if not chunk:
+                        return  # the server closed
+                    ours.sendall(chunk)
+                    while pending := tls.pending():  # type: ignore[attr-defined]
+                        ours.sendall(tls.recv(pending))  # decrypted already: select cannot see it
         except OSError:
             pass
         finally:
+            watch.close()
             for end in (ours, tls):
                 try:
                     end.close()
@@ -434,10 +482,14 @@ def _relay(tls: socket.socket) -> socket.socket:
 
 
 def _give_up(early: Early) -> socket.socket | None:
-    """Stop a send still under way; the socket of one that completed (the caller's now)."""
-    with early.lock:
-        early.abandoned = True
+    """Stop a send still under way (never waiting on it); the socket of one that completed."""
+    early.abandoned = True  # seen by the worker under its lock, before and after it sends
+    if not early.lock.acquire(blocking=False):
+        return None
+    try:
         sock, early.sock = early.sock, None
+    finally:
+        early.lock.release()
     return sock
 
 
