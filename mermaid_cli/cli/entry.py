@@ -25,7 +25,10 @@ import stat
 import sys
 
 from mermaid_cli.config.dirs import data_path, user_config_path
-from mermaid_cli.providers import early
+
+TYPE_CHECKING = False  # not typing's: this module runs before anything else is imported
+if TYPE_CHECKING:
+    from mermaid_cli.providers import early
 
 #: flags that shape a first request only through their literal value (part of the recipe key)
 VALUE_FLAGS = frozenset(
@@ -161,6 +164,8 @@ def plan_early(argv: list[str], env: dict[str, str]) -> early.Plan | None:
         os.path.join(data, "plugins.lock.json")
     ):
         return None
+    from mermaid_cli.providers import early  # only now: `mermaid --version` needs none of it
+
     ttys = (_isatty(0), _isatty(1), _isatty(2))
     key = early.key_for(["exec", *flags], env, ttys, git=os.path.lexists(os.path.join(cwd, ".git")))
     return early.Plan(key, cwd, prompt, env, env.get("MERMAID_EARLY_REQUEST_STORE") or early.STORE)
@@ -171,6 +176,8 @@ def main() -> None:
         plan = plan_early(sys.argv[1:], dict(os.environ))
         if plan is not None:
             import atexit
+
+            from mermaid_cli.providers import early
 
             early.begin(plan)
             atexit.register(early.finish)

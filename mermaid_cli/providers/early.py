@@ -41,7 +41,7 @@ import os
 import sys
 import threading
 
-from mermaid_cli.providers.http1 import Origin, base_url_problem, parse_url, request_head
+from mermaid_cli.providers.http1 import Origin, base_url_problem, frame
 
 # not `typing.TYPE_CHECKING`: this module loads before the run's imports, typing's ~7 ms included
 TYPE_CHECKING = False
@@ -60,11 +60,9 @@ CONNECT_TIMEOUT = 10.0
 ADDRESS_TIMEOUT = 1.0
 #: seconds `claim` waits for an early send still under way
 CLAIM_WAIT = 10.0
-#: variables whose values may be slots (with a provider's prefix, `KEY_PREFIXES`): the base URL a
-#: request's URL starts with, and the credentials a header holds
-URL_SUFFIXES = ("_BASE_URL",)
-CREDENTIAL_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN")
-SLOT_SUFFIXES = URL_SUFFIXES + CREDENTIAL_SUFFIXES
+#: a provider's (`KEY_PREFIXES`) base URL and key variables: the kind a slot is filled from, so the
+#: key records only whether they are blank
+SLOT_SUFFIXES = ("_BASE_URL", "_API_KEY", "_KEY", "_TOKEN")
 #: variables whose values must never reach the store (checked over the whole recipe)
 SECRET_MARKS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 #: what in a header's name marks a credential: its value must be slots entirely
@@ -267,10 +265,9 @@ def _endpoint_for(url: str, early: Early) -> tuple[str, str | None, str | None, 
     return under[0] if len(under) == 1 and under[0][1:] != AMBIGUOUS else None
 
 
-def make_recipe(seen: Observed, plan: Plan, early: Early | None = None) -> dict[str, object] | None:
+def make_recipe(seen: Observed, plan: Plan, early: Early) -> dict[str, object] | None:
     """The recipe for `seen`, or None when it cannot be reproduced exactly without storing a secret."""
-    early = early if early is not None else _early
-    endpoint = _endpoint_for(seen.url, early) if early is not None else None
+    endpoint = _endpoint_for(seen.url, early)
     if endpoint is None:
         return None
     base, base_var, key_var, key = endpoint
@@ -311,17 +308,14 @@ def make_recipe(seen: Observed, plan: Plan, early: Early | None = None) -> dict[
     text = json.dumps(recipe, ensure_ascii=False)
     from mermaid_cli.security.redact import Redactor
 
-    # what the run itself would redact (keys, MERMAID_MASK values, token shapes) is never stored
-    redactor = Redactor.from_environment(plan.env, [key] if key else [])
-    if redactor.redact(text) != text:
-        return None
-    secrets = [v for name, v in plan.env.items() if secret_name(name) and len(v.strip()) >= 8]
-    if any(secret.strip() in text for secret in secrets):
-        return None
-    return recipe
+    # nothing the run itself would redact (keys, MERMAID_MASK values, token shapes) is stored, nor
+    # any credential-like variable's value
+    credentials = [value for name, value in plan.env.items() if secret_name(name)]
+    redactor = Redactor.from_environment(plan.env, [key, *credentials] if key else credentials)
+    return recipe if redactor.redact(text) == text else None
 
 
-def _fill(parts: object, plan: Plan, *, prompt: str | None = None) -> str | None:
+def _fill(parts: object, plan: Plan) -> str | None:
     if not isinstance(parts, list):
         return None
     out = []
@@ -329,7 +323,7 @@ def _fill(parts: object, plan: Plan, *, prompt: str | None = None) -> str | None
         if isinstance(part, str):
             out.append(part)
         elif part == ["prompt"]:
-            out.append(json.dumps(plan.prompt if prompt is None else prompt, ensure_ascii=False))
+            out.append(json.dumps(plan.prompt, ensure_ascii=False))
         elif part == ["root"]:
             out.append(_string_inner(plan.root))
         elif isinstance(part, list) and len(part) == 2 and part[0] in ("base", "key"):
@@ -363,11 +357,7 @@ def build(recipe: dict[str, object], plan: Plan) -> tuple[Origin, bytes] | None:
             return None
         headers[name] = value
     try:
-        origin, target, host, credentials = parse_url(url)
-        if credentials is not None and not any(k.lower() == "authorization" for k in headers):
-            headers["authorization"] = credentials
-        encoded = body.encode("utf-8")
-        return origin, request_head(method, target, host, headers, len(encoded), user_agent) + encoded
+        return frame(method, url, headers, body.encode("utf-8"), user_agent)
     except Exception:
         return None
 

@@ -66,6 +66,17 @@ def request_head(
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
 
 
+def frame(
+    method: str, url: str, headers: dict[str, str], body: bytes, user_agent: str
+) -> tuple[Origin, bytes]:
+    """(origin, the request's bytes: head and body, sent as one write). A URL's user info becomes
+    Basic auth unless the headers authorize already."""
+    origin, target, host, credentials = parse_url(url)
+    if credentials is not None and not any(k.lower() == "authorization" for k in headers):
+        headers = {**headers, "authorization": credentials}
+    return origin, request_head(method, target, host, headers, len(body), user_agent) + body
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
         return True

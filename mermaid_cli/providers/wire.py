@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from mermaid_cli.providers import early
-from mermaid_cli.providers.http1 import ConnectFailed, Origin, WireError, parse_url, request_head
+from mermaid_cli.providers.http1 import ConnectFailed, Origin, WireError, frame
 
 #: the longest response head (status line and headers) accepted
 MAX_HEAD = 64 * 1024
@@ -117,16 +117,12 @@ class WireClient:
     async def request(
         self, method: str, url: str, headers: dict[str, str], body: bytes
     ) -> AsyncIterator[Response]:
-        origin, target, host_header, credentials = parse_url(url)
-        given = headers
-        if credentials is not None and not any(k.lower() == "authorization" for k in headers):
-            headers = {**headers, "authorization": credentials}
-        head = request_head(method, target, host_header, headers, len(body), self._user_agent)
+        origin, data = frame(method, url, headers, body, self._user_agent)
         conn = self._idle.pop(origin, None)
         if conn is not None and not conn.usable:
             conn.close()
             conn = None
-        taken = await early.claim(method, url, given, body, self._user_agent, origin, head + body)
+        taken = await early.claim(method, url, headers, body, self._user_agent, origin, data)
         try:
             if taken is not None:  # this very request already went out at start (`early.py`)
                 sock, reusable = taken
@@ -137,13 +133,13 @@ class WireClient:
                 response = await self._exchange(conn, None, reused=False)
             elif conn is not None:
                 try:
-                    response = await self._exchange(conn, head + body, reused=True)
+                    response = await self._exchange(conn, data, reused=True)
                 except _Stale:
                     conn.close()
                     conn = None
             if conn is None:
                 conn = await self._connect(origin)
-                response = await self._exchange(conn, head + body, reused=False)
+                response = await self._exchange(conn, data, reused=False)
         except BaseException:
             if conn is not None:
                 conn.close()
