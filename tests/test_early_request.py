@@ -1,6 +1,6 @@
 """The early first request (`providers/early.py`, `cli/entry.py`): real `mermaid` processes against the
-fake provider server, and the real `WireClient` over TLS. A recipe is kept from one run, confirmed
-by the next, and sent at start by the third; only byte-identical requests take the early connection;
+fake provider server, and the real `WireClient` over TLS. A recipe is kept from one run and sent at
+start by the next (taken, it is confirmed); only byte-identical requests take the early connection;
 a stale recipe is dropped unread and never sent again; no secret reaches the store."""
 
 from __future__ import annotations
@@ -79,11 +79,13 @@ def _project(tmp_path: Path, name: str) -> Path:
 
 
 def _confirmed(tmp_path: Path, store: Path) -> None:
-    for i, expect in enumerate(["candidate", "confirmed"]):
+    """One run keeps a candidate; the next sends it early, and taken it is confirmed."""
+    for i, (outcome_now, state) in enumerate([("none", "candidate"), ("adopted", "confirmed")]):
         with FakeProviderServer([DONE]) as server:
             proc, outcome = _run(_project(tmp_path, f"warm{i}"), f"warm-up {i}", server, store)
+            assert len(server.requests) == 1  # an adopted early request is the run's only one
         assert proc.returncode == 0, proc.stderr
-        assert outcome == "none" and _states(store) == [expect]
+        assert (outcome, _states(store)) == (outcome_now, [state])
 
 
 def test_a_confirmed_recipe_goes_out_early_and_its_response_is_the_runs(tmp_path: Path) -> None:
@@ -105,9 +107,15 @@ def test_a_confirmed_recipe_goes_out_early_and_its_response_is_the_runs(tmp_path
     assert _states(store) == ["confirmed"]
 
 
-def test_a_stale_recipe_is_dropped_unread_and_never_sent_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("state", ["candidate", "confirmed"])
+def test_a_stale_recipe_is_dropped_unread_and_never_sent_again(tmp_path: Path, state: str) -> None:
     store = tmp_path / "early"
-    _confirmed(tmp_path, store)
+    if state == "confirmed":
+        _confirmed(tmp_path, store)
+    else:
+        with FakeProviderServer([DONE]) as server:
+            _run(_project(tmp_path, "first"), "go", server, store)
+    assert _states(store) == [state]
     (path,) = store.glob("*.json")
     recipe = json.loads(path.read_text())
     recipe["body"][0] = recipe["body"][0].replace("Mermaid", "Merman", 1)  # what an older Mermaid sent
@@ -427,7 +435,7 @@ async def test_over_https_the_early_request_is_verified_and_its_response_relayed
             await client.aclose()
             outcomes.append(early.outcome())
             early.finish()
-        assert outcomes == ["none", "none", "adopted"]
+        assert outcomes == ["none", "adopted", "adopted"]
         for _ in range(500):  # the run closed its end: the relay closes the TLS connection and ends
             if not any(t.name == "mermaid-early-relay" for t in threading.enumerate()):
                 break

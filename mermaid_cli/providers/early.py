@@ -17,11 +17,15 @@ How it stays exact:
   and which standard streams are terminals. `cli/entry.py` decides which runs qualify at all:
   plain `exec` flags, a prompt argument, no piped stdin, no proxy, a writable project, and no
   config, instructions, memory, skills or plugins anywhere the run would read them.
-- A new recipe is a **candidate**: the next run with its key sends nothing early, fills it in and
-  compares it with what it really sends; equal, it is **confirmed**. A recipe that does not
-  reproduce three times, or a confirmed one that does not match, is marked **unpredictable** and
-  never sent again. So an input that changes between runs (a session id, a clock) costs nothing.
-- A confirmed recipe is sent on a worker thread at start. When the run's own first request is ready,
+- A new recipe is a **candidate**; the next run with its key sends it early, and once a sent recipe
+  has been taken it is **confirmed**. A recipe that was sent and did not match is marked
+  **unpredictable** and never sent again, so an input that changes between runs (a session id, a
+  clock) costs one request, once. A candidate that cannot be filled in (its slot variable is now
+  blank) is not sent; it is compared with what the run sends, and after three misses it is
+  unpredictable too. (The candidate is sent on its second run, not only after a confirming run:
+  a CI job on a fresh machine usually runs Mermaid two or three times, and would otherwise never
+  gain anything.)
+- A recipe is sent on a worker thread at start. When the run's own first request is ready,
   `WireClient` offers it here (`claim`): only byte-identical bytes to the same origin take the early
   connection (its response is read as the run's own); anything else closes it unread, prints a
   warning on stderr and marks the recipe unpredictable. An early send that failed, or is still
@@ -366,11 +370,12 @@ def build(recipe: dict[str, object], plan: Plan) -> tuple[Origin, bytes] | None:
 
 
 def begin(plan: Plan) -> None:
-    """Record the plan and, when its key has a confirmed recipe, send it on a worker thread."""
+    """Record the plan and, when its key has a recipe that is not unpredictable, send it on a worker
+    thread."""
     global _early
     early = _early = Early(plan)
     recipe = load_recipe(plan.store, plan.key)
-    if recipe is None or recipe.get("state") != "confirmed":
+    if recipe is None or recipe.get("state") not in ("candidate", "confirmed"):
         return
     built = build(recipe, plan)
     if built is None:
@@ -546,7 +551,7 @@ def finish() -> None:
         built = build(old, plan)
         if built is not None and built[1] == seen.data:
             entry = {**old, "state": "confirmed"}
-        elif state == "confirmed":
+        elif state == "confirmed" or early.thread is not None:  # sent, and not what the run sent
             entry = {"state": "unpredictable"}
         else:
             misses = old.get("misses")
