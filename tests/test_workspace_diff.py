@@ -6,6 +6,7 @@ command would, and checks `changed_files()` and that the patch rebuilds the tree
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import call, run_inprocess, say, write_script
+from conftest import call, run_inprocess, run_mermaid, say, write_script
 
-from mermaid_cli.run import workspace_stat
+from mermaid_cli.run import workspace_diff, workspace_stat
 from mermaid_cli.run.workspace_diff import WorkspaceSnapshot
 
 HAS_GIT = shutil.which("git") is not None
@@ -320,3 +321,76 @@ def test_a_watched_cheap_comparison_after_a_batch_runs_in_place(tmp_path: Path, 
         assert snap.changed_files() == ["b.txt"]
     finally:
         snap.close()
+
+
+# -- taken at start (`prestart`): the snapshot's git or find works while the run's modules load ---
+
+
+def _logged_git_project(project: Path, tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """A git project; the environment of a run whose `git` logs each subcommand (then runs the real
+    git) and whose temp dir is private; the log; the temp dir."""
+    _tree(project)
+    _git_init(project)
+    bin_dir, log, tmp = tmp_path / "bin", tmp_path / "git.log", tmp_path / "tmp"
+    bin_dir.mkdir()
+    tmp.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TMPDIR": str(tmp)}, log, tmp
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_a_real_run_takes_its_snapshot_once_from_the_start_and_leaves_no_private_index(
+    project: Path, tmp_path: Path
+) -> None:
+    env, log, tmp = _logged_git_project(project, tmp_path)
+    script = write_script(
+        tmp_path / "s.jsonl", [call("write_file", {"path": "hello.txt", "content": "hi\n"}), say("ok")]
+    )
+    diff_path = tmp_path / "run.diff"
+    args = ["exec", "--json", "--diff-out", str(diff_path), "--model", f"replay/{script}", "x"]
+    out = run_mermaid(args, project, env=env)
+    assert out.code == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1])["files_changed"] == ["hello.txt"]
+    assert "+hi" in diff_path.read_text()
+    writes = [line for line in log.read_text().splitlines() if "write-tree" in line]
+    assert len(writes) == 1  # the snapshot begun at start was the run's: not taken twice
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_a_run_that_stops_before_its_snapshot_removes_the_one_begun_at_start(
+    project: Path, tmp_path: Path
+) -> None:
+    env, log, tmp = _logged_git_project(project, tmp_path)
+    out = run_mermaid(["exec", "--resume", "x", "--continue", "go"], project, env=env)
+    assert out.code == 2 and "cannot be used together" in out.stderr
+    assert "write-tree" in log.read_text()  # it was begun, and then removed
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("use_git", [False, True] if HAS_GIT else [False])
+def test_a_snapshot_begun_at_start_is_adopted_only_for_the_same_root_and_exclusions(
+    tmp_path: Path, use_git: bool
+) -> None:
+    project = tmp_path / "p"
+    _tree(project)
+    if use_git:
+        _git_init(project)
+    workspace_diff.prestart(project, frozenset({"out.jsonl"}))
+    adopted = workspace_diff.take_snapshot(project, frozenset({"out.jsonl"}))
+    assert workspace_diff.take_snapshot(project, frozenset({"out.jsonl"})) is not adopted  # once only
+    workspace_diff.prestart(project, frozenset())
+    pending = workspace_diff._prestarted
+    assert pending is not None
+    other = workspace_diff.take_snapshot(project, frozenset({"out.jsonl"}))
+    assert pending.snapshot is not None and pending.snapshot is not other
+    if use_git:
+        assert pending.snapshot.index is None  # closed: its private index is gone
+    (project / "new.txt").write_text("n\n")
+    for snap in (adopted, other):
+        snap.changed()
+        assert snap.changed_files() == ["new.txt"]
+        snap.close()
+    workspace_diff.discard_prestart()  # nothing pending: nothing to do

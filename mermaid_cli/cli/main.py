@@ -253,18 +253,49 @@ def options_from_params(params: dict[str, Any]) -> Any:
 
 
 def _exec(kwargs: dict[str, Any]) -> None:
-    from mermaid_cli.run.runner import RunIO, execute
+    prestarted = _prestart_snapshot(kwargs)
+    try:
+        from mermaid_cli.run.runner import RunIO, execute
 
-    opts = options_from_params(kwargs)
-    io = RunIO(
-        stdin=sys.stdin,
-        stdin_is_tty=_isatty(sys.stdin),
-        stdout=sys.stdout.buffer,
-        stderr=sys.stderr,
-        stderr_is_tty=_isatty(sys.stderr),
-    )
-    code = execute(opts, io)
+        opts = options_from_params(kwargs)
+        io = RunIO(
+            stdin=sys.stdin,
+            stdin_is_tty=_isatty(sys.stdin),
+            stdout=sys.stdout.buffer,
+            stderr=sys.stderr,
+            stderr_is_tty=_isatty(sys.stderr),
+        )
+        code = execute(opts, io)
+    finally:
+        if prestarted:
+            from mermaid_cli.run.workspace_diff import discard_prestart
+
+            discard_prestart()  # the run ended before it took the snapshot
     _exit(code)
+
+
+def _prestart_snapshot(kwargs: dict[str, Any]) -> bool:
+    """Start the run's workspace snapshot now, before the run's modules load, so its `git` or
+    `find` works on the other core meanwhile (issue 23). Only in a real process (not an
+    in-process CliRunner call: its streams are not the process's)."""
+    stdout = sys.stdout
+    if stdout is not sys.__stdout__ or stdout is None:
+        return False
+    from pathlib import Path
+
+    from mermaid_cli.run.options import project_root
+    from mermaid_cli.run.workspace_diff import own_files, prestart
+
+    try:
+        cwd = Path.cwd()
+        root = project_root(cwd, kwargs.get("path"))
+        if not root.is_dir():
+            return False  # the run stops with a usage error
+        names = (kwargs.get("record"), kwargs.get("diff_out"), kwargs.get("output_last_message"))
+        prestart(root, own_files(root, cwd, names, stdout.buffer))
+    except OSError:
+        return False  # the run meets it itself
+    return True
 
 
 def _isatty(stream: Any) -> bool:

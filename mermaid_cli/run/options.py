@@ -156,15 +156,17 @@ def _probe_writable(flag: str, target: Path, *, make_parents: bool) -> None:
         raise UsageError(f"{flag} {target}: the file is not writable")
 
 
+def project_root(cwd: Path, path: str | None) -> Path:
+    """The project root: `--path` (relative to `cwd`), else `cwd`; resolved."""
+    return (cwd / path).resolve() if path is not None else cwd.resolve()
+
+
 def check_options(opts: ExecOptions, io: RunIO) -> Path:
     """Flag combinations and output paths, checked before anything is loaded (exit 2); returns
     the project root (`--path`, else the working directory), resolved."""
-    if opts.path is not None:
-        root = (io.cwd / opts.path).resolve()
-        if not root.is_dir():
-            raise UsageError(f"--path {opts.path}: not a directory")
-    else:
-        root = io.cwd.resolve()
+    root = project_root(io.cwd, opts.path)
+    if opts.path is not None and not root.is_dir():
+        raise UsageError(f"--path {opts.path}: not a directory")
     if opts.ephemeral and (opts.resume or opts.continue_):
         raise UsageError(
             "--ephemeral cannot be used with --resume or --continue (nothing is saved to resume)"

@@ -213,32 +213,22 @@ class Run:
         )
 
     async def _snapshot(self, parts: RunParts) -> None:
-        from mermaid_cli.run.workspace_diff import WorkspaceSnapshot
+        from mermaid_cli.run.workspace_diff import take_snapshot
 
         try:
             own = self._own_files(parts)
-            self.snapshot = await asyncio.to_thread(WorkspaceSnapshot.take, parts.project_root, own)
+            self.snapshot = await asyncio.to_thread(take_snapshot, parts.project_root, own)
         except Exception as exc:  # noqa: BLE001 - a diff is a report, never a reason to fail the run
             self.out.note(f"cannot snapshot the project for the diff: {exc}")
             self.snapshot = None
 
     def _own_files(self, parts: RunParts) -> frozenset[str]:
         """Project-relative paths of the files Mermaid itself writes during this run."""
-        from mermaid_cli.run.workspace_diff import stream_target
+        from mermaid_cli.run.workspace_diff import own_files
 
         opts = self.opts
         names = (opts.record, opts.diff_out, opts.output_last_message)
-        targets = [self.io.cwd / name for name in names if name]
-        stdout_file = stream_target(self.io.stdout)
-        if stdout_file is not None:
-            targets.append(stdout_file)
-        own = set()
-        for target in targets:
-            try:
-                own.add(target.resolve().relative_to(parts.project_root).as_posix())
-            except (ValueError, OSError):
-                pass  # outside the project: never in its diff anyway
-        return frozenset(own)
+        return own_files(parts.project_root, self.io.cwd, names, self.io.stdout)
 
     async def _structured(self, parts: RunParts, stats: RunStats) -> None:
         from mermaid_cli.run.structured import format_prompt, shape

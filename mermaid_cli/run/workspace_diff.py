@@ -319,6 +319,91 @@ def keeping(
     return wrapped
 
 
+def own_files(root: Path, cwd: Path, names: tuple[str | None, ...], stdout: object) -> frozenset[str]:
+    """Project-relative paths of the files Mermaid itself writes during a run: `names` (the
+    `--record`, `--diff-out` and `--output-last-message` targets, relative to `cwd`) and the
+    file stdout writes to."""
+    targets = [cwd / name for name in names if name]
+    stdout_file = stream_target(stdout)
+    if stdout_file is not None:
+        targets.append(stdout_file)
+    own = set()
+    for target in targets:
+        try:
+            own.add(target.resolve().relative_to(root).as_posix())
+        except (ValueError, OSError):
+            pass  # outside the project: never in its diff anyway
+    return frozenset(own)
+
+
+# -- taken at start ----------------------------------------------------------------------------
+
+
+class _Prestart:
+    """A snapshot taken on a thread from the moment the run's flags are parsed: its `git` or
+    `find` process works on the other core while the run's modules load (~0.4 s), instead of
+    after them, while the first request is in flight."""
+
+    def __init__(self, root: Path, exclude: frozenset[str]) -> None:
+        self.root, self.exclude = root, exclude
+        self.snapshot: WorkspaceSnapshot | None = None
+        self.error: Exception | None = None
+        self.thread = threading.Thread(target=self._take, name="mermaid-snapshot", daemon=True)
+        self.thread.start()
+
+    def _take(self) -> None:
+        try:
+            self.snapshot = WorkspaceSnapshot.take(self.root, self.exclude)
+        except Exception as exc:  # noqa: BLE001 - raised where the run takes it (`take_snapshot`)
+            self.error = exc
+
+
+_prestarted: _Prestart | None = None
+_prestart_lock = threading.Lock()
+
+
+def prestart(root: Path, exclude: frozenset[str]) -> None:
+    """Start taking the run's snapshot of `root` now; `take_snapshot` adopts it and
+    `discard_prestart` (at the exit) removes one nobody took. The snapshot is the project as the
+    run found it: whatever the run does after this moment (hooks, MCP servers, tools) is its own."""
+    global _prestarted
+    with _prestart_lock:
+        if _prestarted is None:
+            _prestarted = _Prestart(root, exclude)
+
+
+def _claim_prestart() -> _Prestart | None:
+    global _prestarted
+    with _prestart_lock:
+        pre, _prestarted = _prestarted, None
+    if pre is not None:
+        pre.thread.join()
+    return pre
+
+
+def take_snapshot(root: Path, exclude: frozenset[str]) -> WorkspaceSnapshot:
+    """The run's snapshot: the one `prestart` began when it was of this root with these
+    exclusions, else a new one."""
+    pre = _claim_prestart()
+    if pre is not None:
+        if (pre.root, pre.exclude) == (root, exclude):
+            if pre.error is not None:
+                raise pre.error
+            assert pre.snapshot is not None
+            return pre.snapshot
+        if pre.snapshot is not None:
+            pre.snapshot.close()  # of something else: its private index and watch go now
+    return WorkspaceSnapshot.take(root, exclude)
+
+
+def discard_prestart() -> None:
+    """A prestarted snapshot the run never took (it ended first): wait for it and remove it, so no
+    private index or watch outlives the process."""
+    pre = _claim_prestart()
+    if pre is not None and pre.snapshot is not None:
+        pre.snapshot.close()
+
+
 def stream_target(stream: object) -> Path | None:
     """The regular file an output stream writes to (`mermaid exec --json > events.jsonl`), or None
     for a pipe, a terminal or an in-memory buffer."""
