@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from conftest import call, run_inprocess, run_mermaid, say, write_script
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mermaid_cli.run import workspace_diff, workspace_stat
 from mermaid_cli.run.workspace_diff import WorkspaceSnapshot
@@ -394,3 +396,91 @@ def test_a_snapshot_begun_at_start_is_adopted_only_for_the_same_root_and_exclusi
         assert snap.changed_files() == ["new.txt"]
         snap.close()
     workspace_diff.discard_prestart()  # nothing pending: nothing to do
+
+
+# -- git with the kernel's reports: `git status` of the reported paths only ---------------------
+
+_NAMES = st.sampled_from(["a", "b", "c.txt", "d d", "[x]", ".gitignore"])
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["write", "append", "delete", "mkdir", "rmtree", "rename", "chmod", "link"]),
+        st.lists(_NAMES, min_size=1, max_size=3).map("/".join),
+        st.lists(_NAMES, min_size=1, max_size=3).map("/".join),
+    ),
+    max_size=8,
+)
+
+
+def _apply_op(root: Path, op: str, rel: str, other: str) -> None:
+    path, target = root / rel, root / other
+    try:
+        if op == "write":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{rel}\n")
+        elif op == "append":
+            with path.open("a") as f:
+                f.write("more\n")
+        elif op == "delete":
+            path.unlink()
+        elif op == "mkdir":
+            (path / "sub").mkdir(parents=True, exist_ok=True)
+            (path / "sub" / "f.txt").write_text("f\n")
+        elif op == "rmtree":
+            shutil.rmtree(path)
+        elif op == "rename":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(target)
+        elif op == "chmod":
+            os.chmod(path, 0o755)
+        elif op == "link":
+            os.symlink(other, path)
+    except OSError:
+        pass  # a name that is not there, or not a directory: the tree stays as it is
+
+
+def _git_tree(root: Path) -> None:
+    for rel in ("a/b", "a/c.txt", "b", "d d/[x]", "c.txt", "a/a/a"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"{rel}\n")
+    (root / ".gitignore").write_text("ignored*\n")
+    (root / "ignored.txt").write_text("i\n")
+    _git_init(root)
+    (root / "untracked").write_text("u\n")
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+@settings(max_examples=30, deadline=None)
+@given(ops=_OPS)
+def test_git_with_the_kernels_reports_finds_what_a_whole_tree_status_finds(tmp_path_factory, ops) -> None:
+    root = tmp_path_factory.mktemp("g")
+    _git_tree(root)
+    snap = WorkspaceSnapshot.take(root)
+    assert snap.git_watch is not None and snap.index is not None and snap.tree is not None
+    for op in ops:
+        _apply_op(root, *op)
+    reported = snap._reported_paths()
+    whole = sorted(snap.index.names_since(snap.tree))
+    assert sorted(snap.index.names_since(snap.tree, reported)) == whole
+    snap.close()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_git_with_the_kernels_reports_asks_git_about_what_changed_only(tmp_path: Path) -> None:
+    root = tmp_path / "g"
+    _git_tree(root)
+    snap = WorkspaceSnapshot.take(root)
+    assert snap._reported_paths() == []
+    assert snap.changed_files() == []  # nothing reported: no git call at all
+    (root / "a/c.txt").write_text("changed\n")
+    (root / "new/deep").mkdir(parents=True)
+    (root / "new/deep/f.txt").write_text("f\n")
+    snap.changed()
+    assert snap._reported_paths() == ["a/c.txt", "new"]
+    assert sorted(snap.changed_files()) == ["a/c.txt", "new/deep/f.txt"]
+    (root / ".gitignore").write_text("")  # reveals ignored.txt, which nobody touched
+    assert snap._reported_paths() is None  # so git looks at the whole tree, as without the watch
+    snap.changed()
+    assert sorted(snap.changed_files()) == [".gitignore", "a/c.txt", "ignored.txt", "new/deep/f.txt"]
+    snap.settle()
+    assert snap._reported_paths() is None  # settled: the watch is released
+    snap.close()

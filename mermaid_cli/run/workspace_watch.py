@@ -1,10 +1,12 @@
 """What changed under a tree as the kernel reports it (Linux inotify, through ctypes): the names a
-stat snapshot's comparison checks instead of a stat of every file.
+snapshot's comparison checks instead of a stat of every file (`workspace_stat`) or a `git status`
+of the whole tree (`workspace_diff`).
 
 One watch per directory of the baseline (a directory read, no file stat). Events name the
 directory (`wd`) and the entry: writes, truncation, chmod and a close after writing make the entry
 a file candidate; a create, delete or rename makes the directory a structural candidate (its
-entries are compared with the baseline's). A directory whose watch ends (deleted, or moved away:
+entries are compared with the baseline's), and names the entry (a directory entry in `subdirs`,
+whose subtree a git snapshot then compares whole). A directory whose watch ends (deleted, or moved away:
 its watch then follows the inode to the new name) is reported as gone, so the comparison checks
 its subtree as a whole. Nothing here decides what changed: the snapshot checks every candidate
 against the baseline and the file's ctime, so a spurious event costs one lstat.
@@ -75,6 +77,8 @@ class TreeWatch:
         self.paths: dict[int, str] = {}
         self.files: set[str] = set()
         self.dirs: set[str] = set()
+        #: entries that are directories and were created, deleted or moved (by their names)
+        self.subdirs: set[str] = set()
         self.gone: set[str] = set()
         self.lost = False
         base = os.fsencode(root)
@@ -128,6 +132,8 @@ class TreeWatch:
                 continue
             if mask & ENTRIES:
                 self.dirs.add(where)
+                if mask & IN_ISDIR and name:
+                    self.subdirs.add(rel)
             if not mask & IN_ISDIR:
                 self.files.add(rel)
 
