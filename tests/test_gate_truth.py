@@ -280,3 +280,91 @@ def test_targets_shown_for_a_call_never_checked_are_not_judged_for_the_next(proj
     (project / "link").symlink_to(home / ".ssh")
     result = judge(gate, "write_file", dict(args))
     assert (result.decision.verdict, result.decision.by) == ("deny", "hard_deny")
+
+
+# --- .git/ and .mermaid/ are read-only for file tools too, as the sandbox keeps them ------------
+
+
+def _protected_project(project: Path) -> None:
+    (project / ".git" / "hooks").mkdir(parents=True)
+    (project / ".git" / "config").write_text("[core]\n")
+    (project / ".mermaid").mkdir()
+    (project / ".mermaid" / "config.toml").write_text("")
+    (project / "gitlink").symlink_to(".git")
+    (project / "src").mkdir()
+    (project / "src" / "a.txt").write_text("a\n")
+
+
+PROTECTED_WRITES = [
+    ("write_file", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+    ("write_file", {"path": ".git/config", "content": "[core]\n\tfsmonitor = evil\n"}),
+    ("write_file", {"path": "src/../.git/config", "content": "x"}),
+    ("write_file", {"path": "gitlink/hooks/post-checkout", "content": "x"}),  # through a symlink
+    ("edit_file", {"path": ".git/config", "target_content": "[core]", "replacement_content": "[x]"}),
+    ("delete_file", {"path": ".git/config"}),
+    ("delete_file", {"path": ".git"}),
+    ("create_directory", {"path": ".git/hooks/more"}),
+    ("write_file", {"path": ".mermaid/config.toml", "content": "x"}),
+    ("write_file", {"path": ".mermaid/skills/s/SKILL.md", "content": "x"}),
+    ("apply_patch", {"patch": patch_add("src/b.txt", ".git/hooks/x")}),  # one file of a patch decides
+]
+
+
+@pytest.mark.parametrize("mode", ["ask", "auto", "read_only"])
+@pytest.mark.parametrize(("tool", "args"), PROTECTED_WRITES)
+def test_file_tools_never_write_git_or_mermaid_outside_full_access(
+    project: Path, home: Path, mode: str, tool: str, args: dict[str, Any]
+) -> None:
+    _protected_project(project)
+    result = judge(make_gate(project, mode), tool, args)
+    assert result.decision.verdict == "deny", (mode, tool, args)
+    if mode != "read_only":  # (read_only refuses every write anyway)
+        assert "read-only" in (result.decision.reason or "")
+
+
+def test_reading_git_is_allowed_and_full_access_may_write_it(project: Path, home: Path) -> None:
+    _protected_project(project)
+    assert judge(make_gate(project, "auto"), "read_file", {"path": ".git/config"}).decision.verdict == "allow"
+    assert (
+        judge(
+            make_gate(project, "auto"), "write_file", {"path": "src/.gitx", "content": "x"}
+        ).decision.verdict
+        == "allow"
+    )
+    for tool, args in PROTECTED_WRITES:
+        assert judge(make_gate(project, "full_access"), tool, args).decision.verdict == "allow", (tool, args)
+
+
+def test_an_added_directorys_git_is_read_only_too(project: Path, home: Path, tmp_path: Path) -> None:
+    import contextvars
+
+    from mermaid_cli.security.paths import set_added_dirs
+
+    extra = tmp_path / "extra"
+    (extra / ".git").mkdir(parents=True)
+
+    def inner() -> None:  # --add-dir holds for one context (a run); this test's is its own
+        set_added_dirs([str(extra)], project)
+        gate = make_gate(project, "auto")
+        inside_git = {"path": str(extra / ".git" / "config"), "content": "x"}
+        assert judge(gate, "write_file", inside_git).decision.verdict == "deny"
+        beside = {"path": str(extra / "ok.txt"), "content": "x"}
+        assert judge(gate, "write_file", beside).decision.verdict == "allow"
+
+    contextvars.copy_context().run(inner)
+
+
+def test_a_run_in_auto_mode_leaves_git_untouched(project: Path, home: Path) -> None:
+    _protected_project(project)
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call("write_file", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\necho pwned\n"}),
+            say("ok"),
+        ],
+    )
+    out = run_inprocess(["--json", "--safety", "auto", "--model", f"replay/{script}", "x"], project)
+    assert out.code == 0, out.stderr
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    (finished,) = [e for e in out.events if e["type"] == "tool_finished"]
+    assert finished["status"] == "error" and "read-only in auto mode" in finished["decision"]["reason"]

@@ -244,3 +244,28 @@ def test_property_no_write_outside_writable_roots(prop_tree: dict[str, Path], re
     assert snapshot(prop_tree["proj"] / ".git") == git_before
     assert snapshot(prop_tree["home"]) == home_before
     assert sorted(os.listdir(prop_tree["base"] / "w")) == ["outside", "proj"]
+
+
+@pytest.mark.parametrize("strategy", ["mount_ro", "landlock_siblings"])
+def test_a_writable_roots_git_and_mermaid_stay_read_only(tree: dict[str, Path], strategy: str) -> None:
+    """`--add-dir` and `[sandbox] writable_roots` are writable like the project, and like the
+    project's, their `.git/` and `.mermaid/` are not (a hook written there runs outside any sandbox)."""
+    extra = tree["tmp"] / "extra"
+    (extra / ".git" / "hooks").mkdir(parents=True)
+    (extra / ".git" / "config").write_text("[core]\n")
+    (extra / ".mermaid").mkdir()
+    (extra / "sub").mkdir()
+    env = {"MERMAID_SANDBOX_FORCE_UNAVAILABLE": "mount_namespace"} if strategy == "landlock_siblings" else {}
+    policy = for_mode(
+        "auto", project_root=tree["proj"], temp_dir=tree["priv"], home=tree["home"], writable_roots=(extra,)
+    )
+    assert policy is not None
+    sb = prepare(policy, support=probe(env=env))
+    assert sb.describe()["read_only_strategy"] == strategy
+    before = snapshot(extra / ".git")
+    for cmd in [f"echo x > {extra}/.git/config", f"touch {extra}/.git/hooks/pre-commit", f"rm -rf {extra}/.git",
+                f"mv {extra}/.git {extra}/g", f"touch {extra}/.mermaid/config.toml", "echo x > .git/config"]:  # fmt: skip
+        assert run(sb, cmd, tree).returncode != 0, cmd
+    assert snapshot(extra / ".git") == before
+    assert run(sb, f"echo ok > {extra}/sub/new.txt", tree).returncode == 0
+    assert (extra / "sub" / "new.txt").read_text() == "ok\n"

@@ -62,7 +62,7 @@ class PolicyGate:
 
         A file tool's targets are resolved first and each (path, operation) is judged on its own;
         the worst verdict decides the call (a patch is judged file by file)."""
-        from mermaid_cli.policy.screening import before_hooks
+        from mermaid_cli.policy.screening import before_hooks, protected_write
         from mermaid_cli.security.paths import PathRefused
 
         policy = self.settings.safety
@@ -76,6 +76,9 @@ class PolicyGate:
                 request, targets = self._request(tool, arguments, root, shown_for=call.arguments)
             except PathRefused as exc:
                 return _bad_input(tool.name, str(exc))
+            protected = protected_write(targets, policy, root)
+            if protected is not None:
+                return self._deny(protected, request)
             for part in _per_target(request, targets):
                 early = before_hooks(part, policy, project_root=root)
                 if early is not None:

@@ -3,7 +3,8 @@ anything else and that nothing later can lift.
 
 The network kill switch (`[safety] network = "deny"`) refuses web tools and shell commands
 classified `network`; a hard-deny shape (shell classifier, or an edit of a sensitive path) is
-denied as `destructive`; `safety.filesystem = "project"` refuses writes outside the project. The
+denied as `destructive`; `safety.filesystem = "project"` refuses writes outside the project; a
+file tool's write into `.git/` or `.mermaid/` is refused as the sandbox refuses it (`protected_write`). The
 gate calls `before_hooks` so that hooks never run for a call that is denied anyway; `evaluate`
 screens again, so that order is not load-bearing. Pure: no I/O.
 """
@@ -11,7 +12,9 @@ screens again, so that order is not load-bearing. Pure: no I/O.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mermaid_cli.config.sections.safety import SafetySettings
 from mermaid_cli.policy.actions import READ_TOOLS, ActionRequest, PolicyOutcome
@@ -22,6 +25,11 @@ from mermaid_cli.policy.shell.classifier import (
     sensitive_write_rule,
     worst,
 )
+from mermaid_cli.security.paths import added_dirs
+from mermaid_cli.security.sandbox.policy import PROTECTED_PROJECT_DIRS, protected_within
+
+if TYPE_CHECKING:
+    from mermaid_cli.policy.requests import FileTarget
 
 _CATEGORY_RISK: dict[str, Risk] = {
     "read": "read_only",
@@ -111,6 +119,32 @@ def screen(
         )
         return PolicyOutcome("deny", "mode", reason, risk, shell=shell), risk, shell
     return None, risk, shell
+
+
+def protected_write(
+    targets: Sequence[FileTarget], policy: SafetySettings, project_root: Path
+) -> PolicyOutcome | None:
+    """A file tool's create, modify or delete inside `.git/` or `.mermaid/` of the project or of an
+    `--add-dir` directory: denied in every mode but `full_access`. The kernel keeps them read-only
+    for every process started for the model (DESIGN §4.1); file tools run in Mermaid itself, so
+    the gate keeps the same rule for them, and no prompt or approval lifts it: a hook or a
+    `core.fsmonitor` written there runs later, outside any sandbox."""
+    if policy.mode == "full_access":
+        return None
+    roots = (Path(project_root), *(Path(d) for d in added_dirs()))
+    protected = [str(p) for p in protected_within(roots)]
+    for target in targets:
+        if target.operation == "read":
+            continue
+        for base in protected:
+            if target.path == base or target.path.startswith(base + "/"):
+                name = posixpath.basename(base)
+                reason = (
+                    f"{target.path} is inside {name}/, which is read-only in {policy.mode} mode: nothing "
+                    f"run for the model may change {', '.join(d + '/' for d in PROTECTED_PROJECT_DIRS)}"
+                )
+                return PolicyOutcome("deny", "mode", reason, "destructive")
+    return None
 
 
 def _writes_outside(request: ActionRequest, risk: Risk) -> bool:

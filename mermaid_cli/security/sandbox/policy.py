@@ -42,7 +42,15 @@ SYSTEM_SECRETS: tuple[str, ...] = (
     "/etc/sudoers", "/etc/sudoers.d",
 )  # fmt: skip
 
+#: read-only beneath every writable root but the temp dir (the project, `--add-dir` directories,
+#: `[sandbox] writable_roots`): what lands there runs later outside any sandbox (git hooks,
+#: `core.fsmonitor`, Mermaid's project config and skills)
 PROTECTED_PROJECT_DIRS: tuple[str, ...] = (".git", ".mermaid")
+
+
+def protected_within(roots: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The protected directories (`PROTECTED_PROJECT_DIRS`) of each of `roots`."""
+    return tuple(root / name for root in roots for name in PROTECTED_PROJECT_DIRS)
 
 
 @dataclass(frozen=True)
@@ -151,7 +159,8 @@ def for_mode(
 
     `read_only`: read the project, `$HOME` (minus its secrets) and system locations; write only
     `temp_dir`; no network whatever `network` says. `ask`/`auto`: also write the project,
-    `temp_dir` and `writable_roots`, with `.git/` and `.mermaid/` read-only; network as given.
+    `temp_dir` and `writable_roots`, with their `.git/` and `.mermaid/` read-only (the project's
+    and each writable root's); network as given.
     `full_access` with `sandbox_full_access` (the `--sandbox` flag) is the `auto` policy.
     `readable_roots` are read (and execute) grants added in every mode, e.g. `runtime_read_roots()`
     for a toolchain outside the system locations.
@@ -182,7 +191,7 @@ def for_mode(
     return SandboxPolicy(
         readable=tuple(readable),
         writable=(project, tmp, *extra),
-        read_only_within_writable=tuple(project / d for d in PROTECTED_PROJECT_DIRS),
+        read_only_within_writable=protected_within((project, *extra)),
         network=network,
         deny_read=deny,
         temp_dir=tmp,
