@@ -368,3 +368,50 @@ def test_a_run_in_auto_mode_leaves_git_untouched(project: Path, home: Path) -> N
     assert not (project / ".git" / "hooks" / "pre-commit").exists()
     (finished,) = [e for e in out.events if e["type"] == "tool_finished"]
     assert finished["status"] == "error" and "read-only in auto mode" in finished["decision"]["reason"]
+
+
+# --- the secrets the sandbox keeps from processes are kept from file tools too -----------------
+
+
+def _untrusted_gate(root: Path, mode: str) -> PolicyGate:
+    settings = Settings.model_validate({"safety": {"mode": mode}})
+    return PolicyGate(settings=settings, project_root=root, emit=lambda _e: None, allow_untrusted=True)
+
+
+@pytest.mark.parametrize("mode", ["ask", "auto", "read_only"])
+def test_file_tools_never_read_the_secrets_the_sandbox_hides(project: Path, home: Path, mode: str) -> None:
+    (project / "sshlink").symlink_to(home / ".ssh")
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key=abc\n")
+    gate = _untrusted_gate(project, mode)  # --allow-untrusted-tools lets other outside reads through
+    for tool, args in [
+        ("read_file", {"path": "~/.ssh/authorized_keys"}),
+        ("read_file", {"path": "sshlink/authorized_keys"}),  # through an in-project symlink
+        ("read_file", {"path": str(home / ".aws" / "credentials")}),
+        ("read_file", {"path": "~/.aws"}),  # the directory itself: its listing
+        ("read_file", {"path": "/etc/shadow"}),
+    ]:
+        result = judge(gate, tool, args)
+        assert (result.decision.verdict, result.decision.by) == ("deny", "mode"), (mode, args)
+        assert "kept from everything run for the model" in (result.decision.reason or "")
+    if mode == "ask":  # another outside read: a headless ask that --allow-untrusted-tools lets through
+        assert judge(gate, "read_file", {"path": "~/.bashrc"}).decision.verdict == "allow"
+
+
+def test_full_access_reads_what_it_likes(project: Path, home: Path) -> None:
+    gate = _untrusted_gate(project, "full_access")
+    assert judge(gate, "read_file", {"path": "~/.ssh/authorized_keys"}).decision.verdict == "allow"
+
+
+def test_file_tools_never_touch_the_ci_runners_command_files(
+    project: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_file = tmp_path / "runner" / "set_env_1"
+    env_file.parent.mkdir()
+    env_file.write_text("")
+    monkeypatch.setenv("GITHUB_ENV", str(env_file))
+    gate = _untrusted_gate(project, "auto")
+    poison = {"path": str(env_file), "content": "BASH_ENV=/tmp/evil.sh\n"}
+    result = judge(gate, "write_file", poison)
+    assert (result.decision.verdict, result.decision.by) == ("deny", "mode")
+    assert env_file.read_text() == ""

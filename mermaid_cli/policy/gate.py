@@ -56,13 +56,15 @@ class PolicyGate:
     #: object, the root and the raw targets), taken once by that call's own check: the decision
     #: judges exactly the files the event showed, resolved once
     _shown: tuple[object, str, tuple[tuple[str, str], ...], list[FileTarget]] | None = None
+    #: the sandbox's unreadable paths (`_secrets`), found at the first file call
+    _secret_paths: tuple[str, ...] | None = None
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult).
 
         A file tool's targets are resolved first and each (path, operation) is judged on its own;
         the worst verdict decides the call (a patch is judged file by file)."""
-        from mermaid_cli.policy.screening import before_hooks, protected_write
+        from mermaid_cli.policy.screening import before_hooks, protected_write, secret_access
         from mermaid_cli.security.paths import PathRefused
 
         policy = self.settings.safety
@@ -76,9 +78,10 @@ class PolicyGate:
                 request, targets = self._request(tool, arguments, root, shown_for=call.arguments)
             except PathRefused as exc:
                 return _bad_input(tool.name, str(exc))
-            protected = protected_write(targets, policy, root)
-            if protected is not None:
-                return self._deny(protected, request)
+            secrets = self._secrets() if targets else ()
+            refused = protected_write(targets, policy, root) or secret_access(targets, policy, secrets)
+            if refused is not None:
+                return self._deny(refused, request)
             for part in _per_target(request, targets):
                 early = before_hooks(part, policy, project_root=root)
                 if early is not None:
@@ -201,6 +204,19 @@ class PolicyGate:
             return []
         self._shown = (arguments, str(root), tuple(raw), targets)
         return [{"path": t.path, "operation": t.operation} for t in targets]
+
+    def _secrets(self) -> tuple[str, ...]:
+        """The sandbox's unreadable paths and the CI runner's command files (`$GITHUB_ENV`...),
+        as spelled and resolved (a target path is resolved): found once per gate."""
+        if self._secret_paths is None:
+            from mermaid_cli.security.childenv import CI_RUNNER_FILE_VARS
+            from mermaid_cli.security.sandbox.policy import secret_paths
+
+            found = [str(p) for p in secret_paths(Path(os.path.expanduser("~")))]
+            runner_files = (os.environ.get(name, "") for name in CI_RUNNER_FILE_VARS)
+            found += [path for path in runner_files if os.path.isabs(path)]
+            self._secret_paths = tuple(sorted({*found, *(os.path.realpath(p) for p in found)}))
+        return self._secret_paths
 
     def _root(self) -> Path:
         return Path(os.path.realpath(self.project_root))

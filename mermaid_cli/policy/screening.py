@@ -4,7 +4,8 @@ anything else and that nothing later can lift.
 The network kill switch (`[safety] network = "deny"`) refuses web tools and shell commands
 classified `network`; a hard-deny shape (shell classifier, or an edit of a sensitive path) is
 denied as `destructive`; `safety.filesystem = "project"` refuses writes outside the project; a
-file tool's write into `.git/` or `.mermaid/` is refused as the sandbox refuses it (`protected_write`). The
+file tool's write into `.git/` or `.mermaid/`, or its read of a secret, is refused as the sandbox
+refuses it (`protected_write`, `secret_access`). The
 gate calls `before_hooks` so that hooks never run for a call that is denied anyway; `evaluate`
 screens again, so that order is not load-bearing. Pure: no I/O.
 """
@@ -142,6 +143,27 @@ def protected_write(
                 reason = (
                     f"{target.path} is inside {name}/, which is read-only in {policy.mode} mode: nothing "
                     f"run for the model may change {', '.join(d + '/' for d in PROTECTED_PROJECT_DIRS)}"
+                )
+                return PolicyOutcome("deny", "mode", reason, "destructive")
+    return None
+
+
+def secret_access(
+    targets: Sequence[FileTarget], policy: SafetySettings, secrets: Sequence[str]
+) -> PolicyOutcome | None:
+    """A file tool's read (or any other operation) of a secret the sandbox keeps from every
+    process (`secrets`: `~/.ssh`, `~/.aws`, `/etc/shadow`..., and the CI runner's command files,
+    as absolute paths, resolved and as spelled): denied in every mode but `full_access`, whatever
+    a reviewer, a person or `--allow-untrusted-tools` would say, since what is read reaches the
+    model and the session, and what is written to `$GITHUB_ENV` changes every later step."""
+    if policy.mode == "full_access":
+        return None
+    for target in targets:
+        for secret in secrets:
+            if target.path == secret or target.path.startswith(secret.rstrip("/") + "/"):
+                reason = (
+                    f"{target.path} is kept from everything run for the model ({secret}): it may not be "
+                    f"{'read' if target.operation == 'read' else 'changed'} in {policy.mode} mode"
                 )
                 return PolicyOutcome("deny", "mode", reason, "destructive")
     return None

@@ -42,13 +42,11 @@ PROVIDER_KEY_VARS = frozenset(
 # CI runner files and tokens: a child that can append to GITHUB_ENV/GITHUB_PATH poisons every later
 # step of the job (`BASH_ENV=/tmp/evil.sh`), and the runtime/OIDC tokens mint credentials. Removed
 # by exact name (or prefix), whatever `allow` says. The sandbox also refuses writes to the files.
+#: the runner's command files among them: the gate keeps file tools from them too
+CI_RUNNER_FILE_VARS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 CI_RUNNER_VARS = frozenset(
     {
-        "GITHUB_ENV",
-        "GITHUB_PATH",
-        "GITHUB_OUTPUT",
-        "GITHUB_STATE",
-        "GITHUB_STEP_SUMMARY",
+        *CI_RUNNER_FILE_VARS,
         "ACTIONS_RUNTIME_TOKEN",
         "ACTIONS_RUNTIME_URL",
         "ACTIONS_ID_TOKEN_REQUEST_URL",

@@ -135,6 +135,12 @@ def _home_secrets(home: Path) -> tuple[Path, ...]:
     return tuple(home / s for s in HOME_SECRETS)
 
 
+def secret_paths(home: Path) -> tuple[Path, ...]:
+    """What no process started for the model may read outside `full_access`: `home`'s secrets
+    (`HOME_SECRETS`) and the system's (`SYSTEM_SECRETS`, SSH host keys)."""
+    return _home_secrets(home) + _system_secrets()
+
+
 def _system_secrets() -> tuple[Path, ...]:
     found = [Path(p) for p in SYSTEM_SECRETS]
     try:
@@ -176,7 +182,7 @@ def for_mode(
     home_dir = Path(os.path.abspath(home if home is not None else Path(os.environ.get("HOME", "/root"))))
     readable = [Path(p) for p in SYSTEM_READ_ROOTS] + [home_dir, project]
     readable += [Path(os.path.abspath(p)) for p in readable_roots]
-    deny = _home_secrets(home_dir) + _system_secrets()
+    deny = secret_paths(home_dir)
     if mode == "read_only":
         return SandboxPolicy(
             readable=tuple(readable),
