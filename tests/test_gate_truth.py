@@ -415,3 +415,13 @@ def test_file_tools_never_touch_the_ci_runners_command_files(
     result = judge(gate, "write_file", poison)
     assert (result.decision.verdict, result.decision.by) == ("deny", "mode")
     assert env_file.read_text() == ""
+
+
+def test_a_git_that_is_a_symlink_is_protected_where_it_points(project: Path, home: Path, tmp_path: Path) -> None:
+    real = tmp_path / "elsewhere.git"
+    (real / "hooks").mkdir(parents=True)
+    (project / ".git").symlink_to(real)
+    gate = make_gate(project, "auto")
+    for path in (".git/hooks/pre-commit", str(real / "config")):
+        result = judge(gate, "write_file", {"path": path, "content": "x"})
+        assert (result.decision.verdict, result.decision.by) == ("deny", "mode"), path

@@ -7,11 +7,13 @@ denied as `destructive`; `safety.filesystem = "project"` refuses writes outside 
 file tool's write into `.git/` or `.mermaid/`, or its read of a secret, is refused as the sandbox
 refuses it (`protected_write`, `secret_access`). The
 gate calls `before_hooks` so that hooks never run for a call that is denied anyway; `evaluate`
-screens again, so that order is not load-bearing. Pure: no I/O.
+screens again, so that order is not load-bearing. Pure but for `protected_write`'s realpath of
+the protected directories.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,7 +135,9 @@ def protected_write(
     if policy.mode == "full_access":
         return None
     roots = (Path(project_root), *(Path(d) for d in added_dirs()))
-    protected = [str(p) for p in protected_within(roots)]
+    # as spelled and resolved: a `.git` that is a symlink is protected where it points, as the
+    # kernel protects it (targets are resolved)
+    protected = sorted({s for p in protected_within(roots) for s in (str(p), os.path.realpath(p))})
     for target in targets:
         if target.operation == "read":
             continue
