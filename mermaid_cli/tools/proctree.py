@@ -39,13 +39,21 @@ def session_members(sid: int) -> list[int]:
     for entry in entries:
         if not entry.isdigit():
             continue
+        # os.open/os.read, not Path.read_text: ~10x cheaper, and this runs twice per command over
+        # every process on the machine (~5 ms with 80 of them, before)
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            fd = os.open(f"/proc/{entry}/stat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue
+        try:
+            stat = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
         # "pid (comm) state ppid pgrp session ..." where comm may contain spaces and parens
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) < 4 or fields[0] in ("Z", "X"):
+        fields = stat[stat.rfind(b")") + 2 :].split(None, 4)
+        if len(fields) < 4 or fields[0] in (b"Z", b"X"):
             continue
         pid = int(entry)
         if pid != me and (int(fields[2]) == sid or int(fields[3]) == sid):
