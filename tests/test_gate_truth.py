@@ -425,3 +425,61 @@ def test_a_git_that_is_a_symlink_is_protected_where_it_points(project: Path, hom
     for path in (".git/hooks/pre-commit", str(real / "config")):
         result = judge(gate, "write_file", {"path": path, "content": "x"})
         assert (result.decision.verdict, result.decision.by) == ("deny", "mode"), path
+
+
+def test_a_symlink_swapped_after_the_gates_check_meets_the_rules_at_the_tools_own_resolution(
+    project: Path, home: Path
+) -> None:
+    """The gate resolves `d/config` to `safe/config` and allows it; a background process then
+    points `d` at `.git` before the tool runs. The tool resolves the path itself, and there the
+    same rules refuse it (and a secret read the same way)."""
+    from mermaid_cli.tools.base import ToolContext
+
+    _protected_project(project)
+    (project / "safe").mkdir()
+    (project / "d").symlink_to("safe")
+    gate = make_gate(project, "auto")
+    args = {"path": "d/config", "content": "[core]\n\tfsmonitor = evil\n"}
+    assert judge(gate, "write_file", args).decision.verdict == "allow"
+    (project / "d").unlink()
+    (project / "d").symlink_to(".git")  # the swap, after the check
+    ctx = ToolContext(project_root=project, path_rules=gate.path_rules)
+    result = asyncio.run(WriteFile().run(WriteFile.Args.model_validate(args), ctx))
+    assert result.is_error and "read-only" in result.content
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    (project / "d").unlink()
+    (project / "d").symlink_to(home / ".ssh")
+    read = asyncio.run(ReadFile().run(ReadFile.Args.model_validate({"path": "d/authorized_keys"}), ctx))
+    assert read.is_error and "operator" not in read.content
+
+
+def test_the_git_work_tree_above_the_project_keeps_its_git_and_mermaid_read_only(
+    tmp_path: Path, home: Path
+) -> None:
+    top = tmp_path / "repo"
+    (top / ".git" / "hooks").mkdir(parents=True)
+    (top / "sub").mkdir()
+    gate = make_gate(top / "sub", "auto")
+    for path in ("../.git/config", str(top / ".git" / "hooks" / "pre-commit"), "../.mermaid/config.toml"):
+        result = judge(gate, "write_file", {"path": path, "content": "x"})
+        assert (result.decision.verdict, result.decision.by) == ("deny", "mode"), path
+
+
+@pytest.mark.parametrize("backend", ["python", None])
+def test_searching_a_project_that_holds_the_secrets_never_returns_them(
+    home: Path, backend: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose project is the home directory: grep and glob walk past `.ssh` and `.aws`."""
+    from mermaid_cli.tools.base import ToolContext
+    from mermaid_cli.tools.search import Glob, Grep
+
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("aws_secret=XYZ\n")
+    (home / "notes.txt").write_text("aws_secret is kept in a vault\n")
+    gate = make_gate(home, "auto")
+    ctx = ToolContext(project_root=home, path_rules=gate.path_rules, grep_backend=backend)
+    grep = asyncio.run(Grep().run(Grep.Args.model_validate({"pattern": "aws_secret|ssh-ed25519"}), ctx))
+    assert "notes.txt" in grep.content
+    assert "XYZ" not in grep.content and "operator" not in grep.content
+    listed = asyncio.run(Glob().run(Glob.Args.model_validate({"pattern": "**", "include_ignored": True}), ctx))
+    assert "notes.txt" in listed.content and ".ssh" not in listed.content and ".aws" not in listed.content

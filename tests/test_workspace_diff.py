@@ -484,3 +484,22 @@ def test_git_with_the_kernels_reports_asks_git_about_what_changed_only(tmp_path:
     snap.settle()
     assert snap._reported_paths() is None  # settled: the watch is released
     snap.close()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_mermaids_own_git_runs_nothing_the_repository_configures(tmp_path: Path) -> None:
+    """The snapshot's git runs outside the sandbox: a `core.fsmonitor` or hooks path planted in
+    `.git/config` must not run there."""
+    project = tmp_path / "p"
+    _tree(project)
+    _git_init(project)
+    marker = tmp_path / "ran"
+    with (project / ".git" / "config").open("a") as config:
+        config.write(f"[core]\n\tfsmonitor = touch {marker}\n\thooksPath = {tmp_path}\n")
+    snap = WorkspaceSnapshot.take(project)
+    (project / "new.txt").write_text("n\n")
+    snap.changed()
+    assert snap.changed_files() == ["new.txt"]
+    assert "new.txt" in snap.diff()
+    snap.close()
+    assert not marker.exists()

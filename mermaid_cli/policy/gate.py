@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mermaid_cli.config.loader import Settings
 from mermaid_cli.core import events as ev
@@ -56,15 +56,17 @@ class PolicyGate:
     #: object, the root and the raw targets), taken once by that call's own check: the decision
     #: judges exactly the files the event showed, resolved once
     _shown: tuple[object, str, tuple[tuple[str, str], ...], list[FileTarget]] | None = None
-    #: the sandbox's unreadable paths (`_secrets`), found at the first file call
+    #: the sandbox's unreadable paths (`_secrets`) and the protected directories
+    #: (`screening.protected_dirs`), found at the first file call
     _secret_paths: tuple[str, ...] | None = None
+    _protected_dirs: tuple[str, ...] | None = None
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult).
 
         A file tool's targets are resolved first and each (path, operation) is judged on its own;
         the worst verdict decides the call (a patch is judged file by file)."""
-        from mermaid_cli.policy.screening import before_hooks, protected_write, secret_access
+        from mermaid_cli.policy.screening import before_hooks
         from mermaid_cli.security.paths import PathRefused
 
         policy = self.settings.safety
@@ -78,8 +80,7 @@ class PolicyGate:
                 request, targets = self._request(tool, arguments, root, shown_for=call.arguments)
             except PathRefused as exc:
                 return _bad_input(tool.name, str(exc))
-            secrets = self._secrets() if targets else ()
-            refused = protected_write(targets, policy, root) or secret_access(targets, policy, secrets)
+            refused = self._path_refusal(targets)
             if refused is not None:
                 return self._deny(refused, request)
             for part in _per_target(request, targets):
@@ -204,6 +205,24 @@ class PolicyGate:
             return []
         self._shown = (arguments, str(root), tuple(raw), targets)
         return [{"path": t.path, "operation": t.operation} for t in targets]
+
+    def path_rules(self, path: str, operation: str) -> str | None:
+        """The rules no decision lifts (`.git/`/`.mermaid/` read-only, the sandbox's secrets), for
+        a path a file tool resolved itself (`ToolContext.path_rules`): None or the refusal."""
+        refused = self._path_refusal([_PathOp(path, operation)])
+        return refused.reason if refused is not None else None
+
+    def _path_refusal(self, targets: Sequence[Any]) -> PolicyOutcome | None:
+        if not targets:
+            return None
+        from mermaid_cli.policy.screening import protected_dirs, protected_write, secret_access
+
+        if self._protected_dirs is None:
+            self._protected_dirs = tuple(protected_dirs(self._root()))
+        policy = self.settings.safety
+        return protected_write(targets, policy, self._protected_dirs) or secret_access(
+            targets, policy, self._secrets()
+        )
 
     def _secrets(self) -> tuple[str, ...]:
         """The sandbox's unreadable paths and the CI runner's command files (`$GITHUB_ENV`...),
@@ -363,6 +382,11 @@ class PolicyGate:
                 return None
         what = "reading" if kind == "read" else "writing"
         return f"{path} is outside the project and the policy did not allow {what} it"
+
+
+class _PathOp(NamedTuple):
+    path: str
+    operation: str
 
 
 _OP_SEP = "|op="

@@ -17,7 +17,7 @@ import os
 import posixpath
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from mermaid_cli.config.sections.safety import SafetySettings
 from mermaid_cli.policy.actions import READ_TOOLS, ActionRequest, PolicyOutcome
@@ -30,9 +30,6 @@ from mermaid_cli.policy.shell.classifier import (
 )
 from mermaid_cli.security.paths import added_dirs
 from mermaid_cli.security.sandbox.policy import PROTECTED_PROJECT_DIRS, protected_within
-
-if TYPE_CHECKING:
-    from mermaid_cli.policy.requests import FileTarget
 
 _CATEGORY_RISK: dict[str, Risk] = {
     "read": "read_only",
@@ -124,20 +121,38 @@ def screen(
     return None, risk, shell
 
 
+class PathOp(Protocol):
+    """A resolved path and what a tool does to it (`policy.requests.FileTarget` is one)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def operation(self) -> str: ...
+
+
+def protected_dirs(project_root: Path) -> list[str]:
+    """`.git/` and `.mermaid/` of the project, of the git work tree it is in (its `.git` and
+    project config may sit above it) and of every `--add-dir` directory, as spelled and
+    resolved (a `.git` that is a symlink is protected where it points, as the kernel protects
+    it; targets are resolved)."""
+    from mermaid_cli.config.layers import find_git_root
+
+    top = find_git_root(Path(project_root))
+    roots = (Path(project_root), *((top,) if top is not None else ()), *(Path(d) for d in added_dirs()))
+    return sorted({s for p in protected_within(roots) for s in (str(p), os.path.realpath(p))})
+
+
 def protected_write(
-    targets: Sequence[FileTarget], policy: SafetySettings, project_root: Path
+    targets: Sequence[PathOp], policy: SafetySettings, protected: Sequence[str]
 ) -> PolicyOutcome | None:
-    """A file tool's create, modify or delete inside `.git/` or `.mermaid/` of the project or of an
-    `--add-dir` directory: denied in every mode but `full_access`. The kernel keeps them read-only
+    """A file tool's create, modify or delete inside one of the `protected` directories
+    (`protected_dirs`): denied in every mode but `full_access`. The kernel keeps them read-only
     for every process started for the model (DESIGN §4.1); file tools run in Mermaid itself, so
     the gate keeps the same rule for them, and no prompt or approval lifts it: a hook or a
     `core.fsmonitor` written there runs later, outside any sandbox."""
     if policy.mode == "full_access":
         return None
-    roots = (Path(project_root), *(Path(d) for d in added_dirs()))
-    # as spelled and resolved: a `.git` that is a symlink is protected where it points, as the
-    # kernel protects it (targets are resolved)
-    protected = sorted({s for p in protected_within(roots) for s in (str(p), os.path.realpath(p))})
     for target in targets:
         if target.operation == "read":
             continue
@@ -153,7 +168,7 @@ def protected_write(
 
 
 def secret_access(
-    targets: Sequence[FileTarget], policy: SafetySettings, secrets: Sequence[str]
+    targets: Sequence[PathOp], policy: SafetySettings, secrets: Sequence[str]
 ) -> PolicyOutcome | None:
     """A file tool's read (or any other operation) of a secret the sandbox keeps from every
     process (`secrets`: `~/.ssh`, `~/.aws`, `/etc/shadow`..., and the CI runner's command files,

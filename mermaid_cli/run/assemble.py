@@ -334,6 +334,7 @@ async def assemble(
     )
     gate = run_gate(settings, io, draft, out, provider, interactive=interactive, prompt=prompt)
     ctx.external_access = gate.external_access
+    ctx.path_rules = gate.path_rules
     if ext is not None and ext.observer is not None:
         ctx.checkpoint = ext.observer.checkpointing(ctx.checkpoint)
     ctx.agents = subagents

@@ -34,7 +34,7 @@ from typing import Any
 
 from mermaid_cli.run.workspace_stat import Change, StatSnapshot
 from mermaid_cli.run.workspace_watch import TreeWatch
-from mermaid_cli.security.childenv import scrubbed_env
+from mermaid_cli.security.childenv import SAFE_GIT, scrubbed_env
 
 #: a comparison that took longer than this is not repeated after every tool batch
 REFRESH_MAX_S = 0.5
@@ -56,7 +56,7 @@ def _git_exe() -> str:
 
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
     return subprocess.run(
-        [_git_exe(), "-c", "core.quotepath=off", *args],
+        [_git_exe(), *SAFE_GIT, "-c", "core.quotepath=off", *args],
         cwd=root,
         env=env if env is not None else scrubbed_env(os.environ),  # see _GitIndex: no secrets
         capture_output=True,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mermaid_cli.security.childenv import scrubbed_env
+from mermaid_cli.security.childenv import SAFE_GIT, scrubbed_env
 
 GIT_TIMEOUT = 120
 _IDENTITY = {
@@ -34,17 +34,6 @@ class WorktreeError(Exception):
     """Why a worktree could not be made or its patch not applied (told to the parent's model)."""
 
 
-#: options that make git run nothing of the repository's own: hooks, fsmonitor, signing, pager
-SAFE_GIT = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "commit.gpgsign=false",
-    "-c",
-    "core.pager=cat",
-)
 
 
 def git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> bytes:

@@ -64,6 +64,20 @@ CI_RUNNER_PREFIXES = ("CI_JOB_JWT", "ACTIONS_ID_TOKEN_", "ACTIONS_RUNTIME_")
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE", re.IGNORECASE)
 
+#: options that make git run nothing of the repository's own (hooks, fsmonitor, signing, pager),
+#: for every git Mermaid runs for itself, outside the sandbox: a `.git/config` the model managed to
+#: plant must not run in Mermaid's own process tree
+SAFE_GIT = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.pager=cat",
+)
+
 # Non-interactive defaults: a child must never wait for a credential prompt or a pager.
 _FORCED = {"GIT_TERMINAL_PROMPT": "0"}
 _DEFAULTS = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb"}

@@ -87,6 +87,11 @@ class ToolContext:
     #: the second check of an outside path by the file tools (`tools.paths.check_external`):
     #: None to allow or the refusal; unset, every outside path is refused
     external_access: Callable[[ResolvedPath, str], str | None | Awaitable[str | None]] | None = None
+    #: the gate's path rules (`PolicyGate.path_rules`: `.git/` and `.mermaid/` read-only, the
+    #: sandbox's secrets unreadable) for a resolved path and an operation: the file tools apply
+    #: them again where they resolve the path themselves, so a symlink swapped after the gate's
+    #: check meets them there (`tools.paths.resolve_for_tool`); None or the refusal
+    path_rules: Callable[[str, str], str | None] | None = None
     #: allow every outside path without asking (tests)
     allow_external: bool = False
     #: runs this run's subagents (the `agent` tool); None: no subagents here

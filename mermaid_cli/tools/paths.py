@@ -107,6 +107,10 @@ async def resolve_for_tool(
     """Resolve and pass the external-access check, or raise PathRefused. `action` is the
     operation: "read", "create", "modify", "delete" (or "write": create or modify)."""
     resolved = resolve_path(ctx.project_root, path, follow_final=follow_final)
+    # the gate judged its own resolution of this path; a symlink swapped since is judged here
+    refusal = ctx.path_rules(str(resolved.path), action) if ctx.path_rules is not None else None
+    if refusal is not None:
+        raise PathRefused(refusal)
     refusal = await check_external(ctx, resolved, action)
     if refusal is not None:
         raise PathRefused(refusal)

@@ -99,7 +99,7 @@ class Glob(Tool):
         found: list[str] = []
         more = False
         for rel, _abs in walk_files(root, prefix, include_ignored=args.include_ignored):
-            if regex.match(rel):
+            if regex.match(rel) and not _kept_from_model(ctx, os.path.join(root, rel)):
                 if len(found) >= limit:
                     more = True
                     break
@@ -114,6 +114,13 @@ class Glob(Tool):
             summary=f"{len(found)}{'+' if more else ''} files",
             metadata={"capped": more},
         )
+
+
+def _kept_from_model(ctx: ToolContext, path: str) -> bool:
+    """Whether the gate's path rules keep `path` from the model (one of the sandbox's secrets,
+    `ToolContext.path_rules`): a search of a project that is the home directory lists and greps
+    around `.ssh`, `.aws` and the like."""
+    return ctx.path_rules is not None and ctx.path_rules(path, "read") is not None
 
 
 # --- grep ------------------------------------------------------------------------------------
@@ -303,6 +310,8 @@ class Grep(Tool):
             hits, stopped = await asyncio.to_thread(
                 python_grep, root, args.pattern, include, args.ignore_case, args.include_ignored
             )
+        # a project that holds the sandbox's secrets (the home directory itself) or links to them
+        hits = [h for h in hits if not _kept_from_model(ctx, os.path.realpath(os.path.join(root, h.path)))]
         if not hits:
             return ToolResult(content=f"no matches for {args.pattern}", summary="0 matches")
         text, capped = format_hits(hits, stopped)
