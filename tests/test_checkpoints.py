@@ -139,3 +139,23 @@ def test_cli_commands(project, data):
     assert (project / "src" / "a.py").read_text() == "a = 1\n"
     result = runner.invoke(restore_command, ["checkpoint-missing", "--path", str(project)], env=env)
     assert result.exit_code == 2 and "unknown checkpoint" in result.output
+
+
+def test_a_checkpoint_never_copies_what_a_swapped_directory_points_at(tmp_path: Path, monkeypatch) -> None:
+    """The store resolves a path, then copies it; a directory on the way swapped for a symlink in
+    between (to `~/.ssh`, say) must not land its target's content in the data directory."""
+    from mermaid_cli.store import checkpoints
+
+    project, secret_dir = tmp_path / "p", tmp_path / "home" / ".ssh"
+    project.mkdir()
+    secret_dir.mkdir(parents=True)
+    (secret_dir / "id_rsa").write_text("SECRETKEY\n")
+    (project / "s").symlink_to(secret_dir)  # swapped in after the store resolved `s/id_rsa`
+    store = CheckpointStore(tmp_path / "data", project, "sess")
+    monkeypatch.setattr(store, "_absolute", lambda raw: project / "s" / "id_rsa")  # the stale resolution
+    with pytest.raises(OSError, match="changed while being checkpointed"):
+        store.checkpoint([project / "s" / "id_rsa"], "write")
+    kept = [p.read_text() for p in (tmp_path / "data").rglob("*") if p.is_file()]
+    assert not any("SECRETKEY" in text for text in kept)
+    checkpoints._copy_exactly(secret_dir / "id_rsa", tmp_path / "copy")  # the file itself: copied
+    assert (tmp_path / "copy").read_text() == "SECRETKEY\n"

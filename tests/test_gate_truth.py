@@ -417,7 +417,9 @@ def test_file_tools_never_touch_the_ci_runners_command_files(
     assert env_file.read_text() == ""
 
 
-def test_a_git_that_is_a_symlink_is_protected_where_it_points(project: Path, home: Path, tmp_path: Path) -> None:
+def test_a_git_that_is_a_symlink_is_protected_where_it_points(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
     real = tmp_path / "elsewhere.git"
     (real / "hooks").mkdir(parents=True)
     (project / ".git").symlink_to(real)
@@ -481,5 +483,57 @@ def test_searching_a_project_that_holds_the_secrets_never_returns_them(
     grep = asyncio.run(Grep().run(Grep.Args.model_validate({"pattern": "aws_secret|ssh-ed25519"}), ctx))
     assert "notes.txt" in grep.content
     assert "XYZ" not in grep.content and "operator" not in grep.content
-    listed = asyncio.run(Glob().run(Glob.Args.model_validate({"pattern": "**", "include_ignored": True}), ctx))
+    listed = asyncio.run(
+        Glob().run(Glob.Args.model_validate({"pattern": "**", "include_ignored": True}), ctx)
+    )
     assert "notes.txt" in listed.content and ".ssh" not in listed.content and ".aws" not in listed.content
+
+
+def test_grep_judges_a_file_by_where_it_really_is_once_open(
+    project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory the walk listed can be swapped for a symlink to `~/.ssh` before its files are
+    opened: the Python walker asks the kernel where the open file is, and skips a secret."""
+    from mermaid_cli.tools import search
+
+    (project / "s").symlink_to(home / ".ssh")  # as if swapped in after the walk listed `s/`
+    (project / "ok.txt").write_text("ssh-ed25519 in the docs\n")
+    listed = [
+        ("s/authorized_keys", str(project / "s" / "authorized_keys")),
+        ("ok.txt", str(project / "ok.txt")),
+    ]
+    monkeypatch.setattr(search, "walk_files", lambda *_a, **_k: iter(listed))
+    gate = make_gate(project, "auto")
+    refuse = lambda real: gate.path_rules(real, "read") is not None  # noqa: E731
+    hits, _ = search.python_grep(str(project), "ssh-ed25519", None, False, refuse=refuse)
+    assert [h.path for h in hits] == ["ok.txt"]
+
+
+def test_grep_in_a_run_uses_rg_inside_the_sandbox(project: Path, home: Path) -> None:
+    (project / "a.txt").write_text("needle here\n")
+    script = write_script(project / "s.jsonl", [call("grep", {"pattern": "needle"}), say("ok")])
+    out = run_inprocess(["--json", "--safety", "auto", "--model", f"replay/{script}", "x"], project)
+    assert out.code == 0, out.stderr
+    (finished,) = [e for e in out.events if e["type"] == "tool_finished"]
+    assert finished["status"] == "success" and "a.txt:1: needle here" in finished["output"]
+
+
+def test_a_path_changing_while_it_is_resolved_is_refused_not_a_crash(
+    project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """realpath's readlink of a component that stopped being a link under it raises EINVAL: the
+    call is refused as bad input, the run goes on (never exit 70)."""
+    import errno
+
+    from mermaid_cli.security import paths
+
+    real = os.path.realpath
+
+    def racing(path: str, *args: Any, **kwargs: Any) -> str:
+        if str(path).endswith("d/config"):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(paths.os.path, "realpath", racing)
+    result = judge(make_gate(project, "auto"), "write_file", {"path": "d/config", "content": "x"})
+    assert result.decision.verdict == "deny" and "changed while being resolved" in (result.decision.reason or "")

@@ -103,10 +103,15 @@ def locate(root: Path | str, path: str, *, follow_final: bool = True) -> Located
     # no normpath first: `link/..` is the parent of the link's target, as the kernel sees it
     joined = os.path.join(root_real, os.path.expanduser(path))
     parent, name = os.path.split(joined)
-    if follow_final or name in ("", ".", ".."):  # a trailing `/`, `.` or `..` names no link
-        target = os.path.realpath(joined)
-    else:
-        target = os.path.join(os.path.realpath(parent), name)
+    try:
+        if follow_final or name in ("", ".", ".."):  # a trailing `/`, `.` or `..` names no link
+            target = os.path.realpath(joined)
+        else:
+            target = os.path.join(os.path.realpath(parent), name)
+    except OSError as exc:
+        # realpath's readlink of a component that stopped being a link under it (EINVAL): the
+        # path is being changed while it is resolved
+        raise PathRefused(f"{path}: changed while being resolved ({exc.strerror or exc})") from None
     if not within(root_real, target):
         for extra in _ADDED_DIRS.get():
             if within(extra, target):

@@ -9,9 +9,11 @@ restore can itself be undone. Restores are confined to the recorded project root
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -138,7 +140,7 @@ class CheckpointStore:
         if path.is_dir():
             return CheckpointFile(path=rec, existed=True, kind="dir", mode=st.st_mode & 0o7777)
         snapshot = f"files/{n}"
-        shutil.copyfile(path, staging / snapshot, follow_symlinks=False)
+        _copy_exactly(path, staging / snapshot)
         return CheckpointFile(
             path=rec, existed=True, kind="file", snapshot=snapshot, mode=st.st_mode & 0o7777
         )
@@ -242,3 +244,18 @@ def _remove(path: Path) -> None:
         path.unlink()
     elif path.is_dir():
         shutil.rmtree(path)
+
+
+def _copy_exactly(path: Path, dest: Path) -> None:
+    """Copy the file at `path` itself: opened without following a final symlink, and (Linux) only
+    when the kernel says the open file is at `path`. A directory on the way swapped for a symlink
+    after `path` was resolved (to `~/.ssh`, say) would otherwise copy what it points at into the
+    data directory."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if sys.platform.startswith("linux") and os.readlink(f"/proc/self/fd/{fd}") != str(path):
+            raise OSError(errno.ELOOP, f"{path} changed while being checkpointed (a symlink appeared)")
+        with open(fd, "rb", closefd=False) as src, open(dest, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    finally:
+        os.close(fd)

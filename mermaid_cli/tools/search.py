@@ -10,7 +10,9 @@ import asyncio
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict, Field
 
@@ -19,6 +21,9 @@ from mermaid_cli.security.childenv import scrubbed_env
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.call_options import uncapped
 from mermaid_cli.tools.gitignore import skipped_dirs, translate, walk_files
+
+if TYPE_CHECKING:
+    from mermaid_cli.security.sandbox import PreparedSandbox
 
 MAX_PATHS = 200
 MAX_HITS = 200
@@ -123,6 +128,14 @@ def _kept_from_model(ctx: ToolContext, path: str) -> bool:
     return ctx.path_rules is not None and ctx.path_rules(path, "read") is not None
 
 
+def _real(path: str) -> str:
+    """`path` resolved; a path being changed under the resolution counts as itself."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return path
+
+
 # --- grep ------------------------------------------------------------------------------------
 
 
@@ -166,9 +179,24 @@ def format_hits(hits: list[Hit], stopped_early: bool) -> tuple[str, bool]:
     return out, capped
 
 
+def _opened(fd: int, path: str) -> str:
+    """Where the file open on `fd` really is (the kernel's answer on Linux: a directory swapped
+    for a symlink between the walk and the open shows here)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return _real(path)
+
+
 def python_grep(
-    root: str, pattern: str, include: str | None, ignore_case: bool, include_ignored: bool = False
+    root: str,
+    pattern: str,
+    include: str | None,
+    ignore_case: bool,
+    include_ignored: bool = False,
+    refuse: Callable[[str], bool] | None = None,
 ) -> tuple[list[Hit], bool]:
+    """`refuse`: whether a file, by where it really is once open, is kept from the model."""
     flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
     regex = re.compile(pattern, flags)
     prefix: list[str] = []
@@ -184,6 +212,8 @@ def python_grep(
             if os.path.getsize(path) > MAX_GREP_FILE:
                 continue
             with open(path, "rb") as fh:
+                if refuse is not None and refuse(_opened(fh.fileno(), path)):
+                    continue
                 data = fh.read()
         except OSError:
             continue
@@ -223,9 +253,17 @@ RG_FLAGS = [
 
 
 async def rg_grep(
-    rg: str, root: str, pattern: str, include: str | None, ignore_case: bool, include_ignored: bool = False
+    rg: str,
+    root: str,
+    pattern: str,
+    include: str | None,
+    ignore_case: bool,
+    include_ignored: bool = False,
+    sandbox: PreparedSandbox | None = None,
 ) -> tuple[list[Hit], bool] | str:
-    """Hits from ripgrep, or an error message."""
+    """Hits from ripgrep, or an error message. `sandbox`: the run's kernel sandbox, which rg runs
+    in like every process started for the model (it keeps the secrets unreadable even through a
+    directory swapped for a symlink while rg walks)."""
     cmd = [rg, *RG_FLAGS]
     if ignore_case:
         cmd.append("--ignore-case")
@@ -238,6 +276,7 @@ async def rg_grep(
     # .gitignore, which would make the two backends disagree.
     inc = glob_regex(_split_literal_prefix(include)[1]) if include else None
     cmd += ["--regexp", pattern, "--", "."]
+    confined = sandbox.popen_kwargs() if sandbox is not None else None
     proc = await asyncio.create_subprocess_exec(
         *cmd,
         cwd=root,
@@ -245,7 +284,11 @@ async def rg_grep(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=scrubbed_env(os.environ),  # its /proc/PID/environ is readable by the model's commands
+        preexec_fn=confined["preexec_fn"] if confined is not None else None,
+        pass_fds=confined["pass_fds"] if confined is not None else (),
     )
+    if sandbox is not None:
+        sandbox.register(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     hits: list[Hit] = []
     stopped = False
@@ -298,7 +341,9 @@ class Grep(Tool):
         rg = None if ctx.grep_backend == "python" else shutil.which("rg")
         got: tuple[list[Hit], bool] | None = None
         if rg:
-            answer = await rg_grep(rg, root, args.pattern, include, args.ignore_case, args.include_ignored)
+            answer = await rg_grep(
+                rg, root, args.pattern, include, args.ignore_case, args.include_ignored, ctx.sandbox
+            )
             if isinstance(answer, str):
                 # e.g. a look-around rg's regex engine lacks: Python's walker can still answer
                 rg = None
@@ -307,11 +352,12 @@ class Grep(Tool):
         if got is not None:
             hits, stopped = got
         else:
+            refuse = (lambda real: _kept_from_model(ctx, real)) if ctx.path_rules is not None else None
             hits, stopped = await asyncio.to_thread(
-                python_grep, root, args.pattern, include, args.ignore_case, args.include_ignored
+                python_grep, root, args.pattern, include, args.ignore_case, args.include_ignored, refuse
             )
         # a project that holds the sandbox's secrets (the home directory itself) or links to them
-        hits = [h for h in hits if not _kept_from_model(ctx, os.path.realpath(os.path.join(root, h.path)))]
+        hits = [h for h in hits if not _kept_from_model(ctx, _real(os.path.join(root, h.path)))]
         if not hits:
             return ToolResult(content=f"no matches for {args.pattern}", summary="0 matches")
         text, capped = format_hits(hits, stopped)

@@ -32,7 +32,7 @@ DEVICE_PATHS: tuple[str, ...] = (
 HOME_SECRETS: tuple[str, ...] = (
     ".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".config/hub", ".gnupg", ".netrc",
     ".docker", ".kube", ".git-credentials", ".config/git/credentials", ".npmrc", ".pypirc",
-    ".config/mermaid", ".local/share/keyrings", ".password-store", ".vault-token", ".terraform.d",
+    ".config/mermaid", ".local/share/mermaid", ".local/share/keyrings", ".password-store", ".vault-token", ".terraform.d",
     ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
 )  # fmt: skip
 
