@@ -159,3 +159,20 @@ def test_a_checkpoint_never_copies_what_a_swapped_directory_points_at(tmp_path: 
     assert not any("SECRETKEY" in text for text in kept)
     checkpoints._copy_exactly(secret_dir / "id_rsa", tmp_path / "copy")  # the file itself: copied
     assert (tmp_path / "copy").read_text() == "SECRETKEY\n"
+
+
+def test_a_checkpoint_obeys_the_gates_path_rules_for_what_it_resolves_itself(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Mid-swap, the store's own resolution can land on the secret itself: the gate's rules
+    (`refuse`) keep it from being copied."""
+    project, secret = tmp_path / "p", tmp_path / "home" / ".ssh" / "id_rsa"
+    project.mkdir()
+    secret.parent.mkdir(parents=True)
+    secret.write_text("SECRETKEY\n")
+    refuse = lambda path: "a secret" if path.startswith(str(secret.parent)) else None  # noqa: E731
+    store = CheckpointStore(tmp_path / "data", project, "sess", refuse=refuse)
+    monkeypatch.setattr(store, "_absolute", lambda raw: secret)
+    with pytest.raises(OSError, match="not checkpointed: a secret"):
+        store.checkpoint([project / "safe" / "id_rsa"], "write")
+    assert not any("SECRETKEY" in p.read_text() for p in (tmp_path / "data").rglob("*") if p.is_file())

@@ -346,22 +346,34 @@ def tool_context(
     if tasks is not None:
         ctx.tasks = _restored_tasks(tasks)
     if settings.safety.checkpoint_on_mutation:
-        ctx.checkpoint = _checkpoints(cfg.data_dir(io.env), draft.project_root, draft.session_id)
+        ctx.checkpoint = _checkpoints(
+            cfg.data_dir(io.env), draft.project_root, draft.session_id, lambda: ctx.path_rules
+        )
     return ctx
 
 
-def _checkpoints(data_dir: Path, project_root: Path, session_id: str) -> Callable[[list[Path], str], str]:
+def _checkpoints(
+    data_dir: Path,
+    project_root: Path,
+    session_id: str,
+    path_rules: Callable[[], Callable[[str, str], str | None] | None],
+) -> Callable[[list[Path], str], str]:
     """The run's checkpoint store, loaded (with its pydantic models) on the first file change: no
-    model request waits for it, and a run that changes no file never builds it (issue 23)."""
+    model request waits for it, and a run that changes no file never builds it (issue 23).
+    `path_rules`: the gate's (`ToolContext.path_rules`, set after this), which a copy obeys too."""
     store: CheckpointStore | None = None
     root = Path(os.path.realpath(project_root))  # resolved now, as the store would at start
+
+    def refuse(path: str) -> str | None:
+        rules = path_rules()
+        return rules(path, "read") if rules is not None else None
 
     def checkpoint(paths: list[Path], reason: str) -> str:
         nonlocal store
         if store is None:
             from mermaid_cli.store.checkpoints import CheckpointStore
 
-            store = CheckpointStore(data_dir, root, session_id)
+            store = CheckpointStore(data_dir, root, session_id, refuse=refuse)
         return store(paths, reason)
 
     return checkpoint

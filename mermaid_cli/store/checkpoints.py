@@ -15,6 +15,7 @@ import secrets
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -67,10 +68,20 @@ def default_data_dir() -> Path:
 
 
 class CheckpointStore:
-    def __init__(self, data_dir: Path, project_root: Path, session_id: str) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        project_root: Path,
+        session_id: str,
+        refuse: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.base = Path(data_dir) / "checkpoints"
         self.project_root = Path(os.path.realpath(project_root))
         self.session_id = session_id
+        #: the gate's path rules for a read (`ToolContext.path_rules`): the store resolves each
+        #: path once more, and a symlink swapped since the tool's check must not make it copy a
+        #: secret into the data dir
+        self.refuse = refuse
 
     # -- taking ---------------------------------------------------------------------------------
 
@@ -140,6 +151,9 @@ class CheckpointStore:
         if path.is_dir():
             return CheckpointFile(path=rec, existed=True, kind="dir", mode=st.st_mode & 0o7777)
         snapshot = f"files/{n}"
+        refusal = self.refuse(str(path)) if self.refuse is not None else None
+        if refusal is not None:
+            raise OSError(errno.EACCES, f"not checkpointed: {refusal}")
         _copy_exactly(path, staging / snapshot)
         return CheckpointFile(
             path=rec, existed=True, kind="file", snapshot=snapshot, mode=st.st_mode & 0o7777
