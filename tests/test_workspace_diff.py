@@ -449,7 +449,7 @@ def _git_tree(root: Path) -> None:
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git not installed")
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)  # ~9 git processes an example
 @given(ops=_OPS)
 def test_git_with_the_kernels_reports_finds_what_a_whole_tree_status_finds(tmp_path_factory, ops) -> None:
     root = tmp_path_factory.mktemp("g")
