@@ -536,4 +536,32 @@ def test_a_path_changing_while_it_is_resolved_is_refused_not_a_crash(
 
     monkeypatch.setattr(paths.os.path, "realpath", racing)
     result = judge(make_gate(project, "auto"), "write_file", {"path": "d/config", "content": "x"})
-    assert result.decision.verdict == "deny" and "changed while being resolved" in (result.decision.reason or "")
+    assert result.decision.verdict == "deny" and "changed while being resolved" in (
+        result.decision.reason or ""
+    )
+
+
+def test_the_calls_of_one_message_are_judged_by_what_the_model_had_seen_when_writing_it(
+    project: Path, home: Path
+) -> None:
+    """The calls of a message run concurrently: the first one's untrusted result can arrive
+    before the second's check. The second was written before that result, so it is judged as
+    of the message; the next message is judged with the untrusted content in view."""
+    from mermaid_cli.tools.shell import ExecuteCommand
+
+    untrusted = [False]
+    settings = Settings.model_validate({"safety": {"mode": "full_access"}})
+    gate = PolicyGate(settings=settings, project_root=project, emit=lambda _e: None)
+    gate.untrusted_content = lambda: untrusted[0]
+    tool = ExecuteCommand()
+    arguments = {"command": "touch made.txt"}
+    block = ToolCallBlock(id="c2", name=tool.name, arguments=arguments)
+
+    def check() -> Any:
+        return asyncio.run(gate.check("tool#2", tool, tool.Args.model_validate(arguments), block)).decision
+
+    gate.begin_message([ToolCallBlock(id="c1", name="mcp__x__fetch", arguments={}), block])
+    untrusted[0] = True  # the first call's MCP result arrived first
+    assert check().verdict == "allow"
+    gate.begin_message([block])  # the next message: written with that result in view
+    assert check().verdict != "allow"

@@ -60,6 +60,8 @@ class PolicyGate:
     #: (`screening.protected_dirs`), found at the first file call
     _secret_paths: tuple[str, ...] | None = None
     _protected_dirs: tuple[str, ...] | None = None
+    #: whether untrusted content was in the conversation when the current message was written
+    _message_untrusted: bool | None = None
 
     async def check(self, call_id: str, tool: Any, args: Any, call: ToolCallBlock) -> GateResult:
         """The agent's `Gate` protocol (the loop reads the same fields from its own GateResult).
@@ -160,7 +162,7 @@ class PolicyGate:
                 policy,
                 interactive=self.interactive,
                 allow_untrusted=self.allow_untrusted,
-                untrusted_content=self.untrusted_content(),
+                untrusted_content=self._untrusted(),
                 hook=hook,
                 project_root=root,
                 session_allow=_granted_for(self.session_allow, op),
@@ -183,8 +185,17 @@ class PolicyGate:
 
     def begin_message(self, calls: Sequence[ToolCallBlock]) -> None:
         """The calls of one model message, before any runs: a tool with `batch_summary` gets one
-        decision for all its calls of the message that share a gated category (`policy.batches`)."""
+        decision for all its calls of the message that share a gated category (`policy.batches`).
+        Every call of the message is judged by whether untrusted content was in the conversation
+        when the model wrote it: the calls run concurrently, and one call's untrusted result
+        arriving before another's check cannot have steered a call written before it (which
+        call got there first was a race)."""
         self._batches.begin(calls)
+        self._message_untrusted = self.untrusted_content()
+
+    def _untrusted(self) -> bool:
+        """Untrusted content as of the current message (`begin_message`), else as of now."""
+        return self._message_untrusted if self._message_untrusted is not None else self.untrusted_content()
 
     def targets_for(self, tool: Any, arguments: dict[str, Any]) -> list[dict[str, str]]:
         """`[{"path": resolved, "operation": ...}]` of a file tool's call, for an event that should
@@ -294,7 +305,7 @@ class PolicyGate:
             return replace(
                 outcome, verdict="allow", by="mode", reason="reads a snapshot already fetched", blocked=False
             )
-        if self.settings.safety.mode == "auto" and self.untrusted_content():
+        if self.settings.safety.mode == "auto" and self._untrusted():
             return outcome  # after untrusted content, even trusted hosts go to the reviewer
         if call_in_allowed_domains(self.settings, tool.name, arguments):
             return replace(
