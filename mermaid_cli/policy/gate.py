@@ -56,8 +56,8 @@ class PolicyGate:
     #: object, the root and the raw targets), taken once by that call's own check: the decision
     #: judges exactly the files the event showed, resolved once
     _shown: tuple[object, str, tuple[tuple[str, str], ...], list[FileTarget]] | None = None
-    #: the sandbox's unreadable paths (`_secrets`) and the protected directories
-    #: (`screening.protected_dirs`), found at the first file call
+    #: the protected directories and the sandbox's unreadable paths (`screening.protected_dirs`,
+    #: `screening.secret_list`), found at the first file call
     _secret_paths: tuple[str, ...] | None = None
     _protected_dirs: tuple[str, ...] | None = None
     #: whether untrusted content was in the conversation when the current message was written
@@ -226,27 +226,15 @@ class PolicyGate:
     def _path_refusal(self, targets: Sequence[Any]) -> PolicyOutcome | None:
         if not targets:
             return None
-        from mermaid_cli.policy.screening import protected_dirs, protected_write, secret_access
+        from mermaid_cli.policy.screening import protected_dirs, protected_write, secret_access, secret_list
 
-        if self._protected_dirs is None:
-            self._protected_dirs = tuple(protected_dirs(self._root()))
+        if self._protected_dirs is None or self._secret_paths is None:  # found once per gate
+            self._protected_dirs = protected_dirs(self._root())
+            self._secret_paths = secret_list(Path(os.path.expanduser("~")), os.environ)
         policy = self.settings.safety
         return protected_write(targets, policy, self._protected_dirs) or secret_access(
-            targets, policy, self._secrets()
+            targets, policy, self._secret_paths
         )
-
-    def _secrets(self) -> tuple[str, ...]:
-        """The sandbox's unreadable paths and the CI runner's command files (`$GITHUB_ENV`...),
-        as spelled and resolved (a target path is resolved): found once per gate."""
-        if self._secret_paths is None:
-            from mermaid_cli.security.childenv import CI_RUNNER_FILE_VARS
-            from mermaid_cli.security.sandbox.policy import secret_paths
-
-            found = [str(p) for p in secret_paths(Path(os.path.expanduser("~")))]
-            runner_files = (os.environ.get(name, "") for name in CI_RUNNER_FILE_VARS)
-            found += [path for path in runner_files if os.path.isabs(path)]
-            self._secret_paths = tuple(sorted({*found, *(os.path.realpath(p) for p in found)}))
-        return self._secret_paths
 
     def _root(self) -> Path:
         return Path(os.path.realpath(self.project_root))

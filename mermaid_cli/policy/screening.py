@@ -7,15 +7,15 @@ denied as `destructive`; `safety.filesystem = "project"` refuses writes outside 
 file tool's write into `.git/` or `.mermaid/`, or its read of a secret, is refused as the sandbox
 refuses it (`protected_write`, `secret_access`). The
 gate calls `before_hooks` so that hooks never run for a call that is denied anyway; `evaluate`
-screens again, so that order is not load-bearing. Pure but for `protected_write`'s realpath of
-the protected directories.
+screens again, so that order is not load-bearing. Pure, but for `protected_dirs` and
+`secret_list`, which find the paths those two rules judge against (the gate keeps them).
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -28,7 +28,7 @@ from mermaid_cli.policy.shell.classifier import (
     sensitive_write_rule,
     worst,
 )
-from mermaid_cli.security.paths import added_dirs
+from mermaid_cli.security.paths import added_dirs, within
 from mermaid_cli.security.sandbox.policy import PROTECTED_PROJECT_DIRS, protected_within
 
 _CATEGORY_RISK: dict[str, Risk] = {
@@ -131,16 +131,31 @@ class PathOp(Protocol):
     def operation(self) -> str: ...
 
 
-def protected_dirs(project_root: Path) -> list[str]:
+def _spelled_and_resolved(paths: Iterable[Path | str]) -> tuple[str, ...]:
+    """Each path as spelled and resolved: targets are resolved, so a protected `.git` or a
+    secret that is itself a symlink is judged where it points, as the kernel judges it."""
+    spelled = [str(p) for p in paths]
+    return tuple(sorted({*spelled, *(os.path.realpath(p) for p in spelled)}))
+
+
+def protected_dirs(project_root: Path) -> tuple[str, ...]:
     """`.git/` and `.mermaid/` of the project, of the git work tree it is in (its `.git` and
-    project config may sit above it) and of every `--add-dir` directory, as spelled and
-    resolved (a `.git` that is a symlink is protected where it points, as the kernel protects
-    it; targets are resolved)."""
+    project config may sit above it) and of every `--add-dir` directory."""
     from mermaid_cli.config.layers import find_git_root
 
     top = find_git_root(Path(project_root))
     roots = (Path(project_root), *((top,) if top is not None else ()), *(Path(d) for d in added_dirs()))
-    return sorted({s for p in protected_within(roots) for s in (str(p), os.path.realpath(p))})
+    return _spelled_and_resolved(protected_within(roots))
+
+
+def secret_list(home: Path, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The sandbox's unreadable paths (`secret_paths`) and the CI runner's command files
+    (`$GITHUB_ENV`...)."""
+    from mermaid_cli.security.childenv import CI_RUNNER_FILE_VARS
+    from mermaid_cli.security.sandbox.policy import secret_paths
+
+    runner_files = (env.get(name, "") for name in CI_RUNNER_FILE_VARS)
+    return _spelled_and_resolved([*secret_paths(home), *(p for p in runner_files if os.path.isabs(p))])
 
 
 def protected_write(
@@ -157,7 +172,7 @@ def protected_write(
         if target.operation == "read":
             continue
         for base in protected:
-            if target.path == base or target.path.startswith(base + "/"):
+            if within(base, target.path):
                 name = posixpath.basename(base)
                 reason = (
                     f"{target.path} is inside {name}/, which is read-only in {policy.mode} mode: nothing "
@@ -179,7 +194,7 @@ def secret_access(
         return None
     for target in targets:
         for secret in secrets:
-            if target.path == secret or target.path.startswith(secret.rstrip("/") + "/"):
+            if within(secret, target.path):
                 reason = (
                     f"{target.path} is kept from everything run for the model ({secret}): it may not be "
                     f"{'read' if target.operation == 'read' else 'changed'} in {policy.mode} mode"

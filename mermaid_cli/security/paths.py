@@ -96,6 +96,15 @@ def within(root_real: str, target: str) -> bool:
     return target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
+def fd_path(fd: int) -> str | None:
+    """Where the kernel says the file open on `fd` is (`/proc/self/fd`, Linux); None where it
+    cannot say. What was opened, not what a path string resolved to a moment before."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
 def locate(root: Path | str, path: str, *, follow_final: bool = True) -> Located:
     """Resolve `path` (relative to `root`, absolute, or `~`-prefixed) the way the OS will."""
     check_spelling(path)

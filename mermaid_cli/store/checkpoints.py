@@ -13,7 +13,6 @@ import errno
 import os
 import secrets
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -23,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mermaid_cli.core.defaults import empty_list
-from mermaid_cli.security.paths import inside_project, locate
+from mermaid_cli.security.paths import fd_path, inside_project, locate
 
 
 class CheckpointFile(BaseModel):
@@ -267,7 +266,7 @@ def _copy_exactly(path: Path, dest: Path) -> None:
     data directory."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        if sys.platform.startswith("linux") and os.readlink(f"/proc/self/fd/{fd}") != str(path):
+        if fd_path(fd) not in (None, str(path)):
             raise OSError(errno.ELOOP, f"{path} changed while being checkpointed (a symlink appeared)")
         with open(fd, "rb", closefd=False) as src, open(dest, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)

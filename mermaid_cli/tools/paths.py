@@ -20,13 +20,12 @@ import errno
 import inspect
 import os
 import stat
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mermaid_cli.security.paths import PathRefused as PathRefused  # the one class, re-exported
-from mermaid_cli.security.paths import locate
+from mermaid_cli.security.paths import fd_path, locate
 
 if TYPE_CHECKING:
     from mermaid_cli.tools.base import ToolContext
@@ -126,11 +125,8 @@ def _raced(resolved: ResolvedPath) -> PathRefused:
 
 def _verify_fd(fd: int, resolved: ResolvedPath, expected: str) -> None:
     """Belt and braces on Linux: the kernel's own idea of where the fd points."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        actual = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
+    actual = fd_path(fd)
+    if actual is None:
         return
     if actual != expected and not actual.startswith(expected.rstrip("/") + "/"):
         raise _raced(resolved)

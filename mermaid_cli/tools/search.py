@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field
 
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.security.childenv import scrubbed_env
+from mermaid_cli.security.paths import fd_path
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.call_options import uncapped
 from mermaid_cli.tools.gitignore import skipped_dirs, translate, walk_files
@@ -182,10 +183,7 @@ def format_hits(hits: list[Hit], stopped_early: bool) -> tuple[str, bool]:
 def _opened(fd: int, path: str) -> str:
     """Where the file open on `fd` really is (the kernel's answer on Linux: a directory swapped
     for a symlink between the walk and the open shows here)."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return _real(path)
+    return fd_path(fd) or _real(path)
 
 
 def python_grep(
@@ -356,8 +354,10 @@ class Grep(Tool):
             hits, stopped = await asyncio.to_thread(
                 python_grep, root, args.pattern, include, args.ignore_case, args.include_ignored, refuse
             )
-        # a project that holds the sandbox's secrets (the home directory itself) or links to them
-        hits = [h for h in hits if not _kept_from_model(ctx, _real(os.path.join(root, h.path)))]
+        if rg and ctx.path_rules is not None:
+            # a project that holds the sandbox's secrets (the home directory itself) or links to
+            # them; the Python walker judged each file as it opened it
+            hits = [h for h in hits if not _kept_from_model(ctx, _real(os.path.join(root, h.path)))]
         if not hits:
             return ToolResult(content=f"no matches for {args.pattern}", summary="0 matches")
         text, capped = format_hits(hits, stopped)
