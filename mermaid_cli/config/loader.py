@@ -8,8 +8,6 @@ the dotted key and the reason. Reading and merging one layer is `layers`; what t
 may not set is `clamp`; `config show`'s view of the result is `effective`.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field

@@ -6,8 +6,6 @@ Field order is wire order. Fields listed in `_omit_unset` are left out of a line
 their "absent" value (None, or False for `fuzzy`), exactly as the original Mermaid does.
 """
 
-from __future__ import annotations
-
 import json
 from typing import Annotated, Any, BinaryIO, ClassVar, Literal
 

@@ -5,8 +5,6 @@ A conversation is a list of `Message`s whose `content` is a list of blocks. Tool
 session files and `--record` files, so they are pydantic models (validated when loaded back).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -33,7 +31,7 @@ class Usage(_Frozen):
             + self.cache_creation_input_tokens
         )
 
-    def __add__(self, other: Usage) -> Usage:
+    def __add__(self, other: "Usage") -> "Usage":
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -124,7 +122,7 @@ class Message(_Frozen):
     content: tuple[Block, ...]
 
     @classmethod
-    def user_text(cls, text: str) -> Message:
+    def user_text(cls, text: str) -> "Message":
         return cls(role="user", content=(TextBlock(text=text),))
 
     @property
@@ -218,7 +216,7 @@ class ToolResult(_Frozen):
     compaction_focus: str | None = None
 
     @classmethod
-    def error(cls, message: str, **metadata: Any) -> ToolResult:
+    def error(cls, message: str, **metadata: Any) -> "ToolResult":
         return cls(
             content=message,
             is_error=True,

@@ -7,8 +7,6 @@ row exactly or with a dated/`-latest` suffix (`claude-sonnet-4-5-20250929`, `gpt
 An unknown model gets `UNKNOWN` facts: no reasoning parameters and a conservative output cap.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping

@@ -133,6 +133,7 @@ class Run:
             # What is alive now (modules, classes, settings) lives as long as the run: a full
             # collection walked all of it, 30-80 ms at a random moment of a run, the end included.
             gc.freeze()
+            gc.enable()  # (a real `exec` process starts with the collector off: cli/entry.py)
             self.start_event()
             for pending in self.draft.pending_errors:
                 self.out.emit(pending)

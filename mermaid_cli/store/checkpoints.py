@@ -7,8 +7,6 @@ only when it is empty). A restore first checkpoints the files it is about to ove
 restore can itself be undone. Restores are confined to the recorded project root.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import secrets

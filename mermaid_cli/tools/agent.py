@@ -6,8 +6,6 @@ layer puts on the `ToolContext` (`run.subagents`), because a child run is assemb
 the parent's and `tools/` may not import `run/`.
 """
 
-from __future__ import annotations
-
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, Protocol

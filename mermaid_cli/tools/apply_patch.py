@@ -5,8 +5,6 @@ is one checkpoint taken and the files written (atomically, one by one). Should a
 (disk full), the files already written are put back.
 """
 
-from __future__ import annotations
-
 import stat
 from dataclasses import dataclass
 from typing import Any

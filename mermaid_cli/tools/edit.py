@@ -4,8 +4,6 @@ A file that is not UTF-8 is decoded with `surrogateescape`, so its other bytes a
 unchanged; only text that is valid UTF-8 can be matched.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field

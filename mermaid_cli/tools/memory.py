@@ -9,8 +9,6 @@ Writes are refused in `read_only` and when the text looks like a secret: a fact 
 committed, and a key in it would leak to everyone with the repository.
 """
 
-from __future__ import annotations
-
 import os
 import re
 import tempfile

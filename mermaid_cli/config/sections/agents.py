@@ -2,8 +2,6 @@
 may use, and custom `[agents.types.NAME]` types. The built-in types (`general`, `explore`,
 `review`) are defined in `mermaid_cli.run.subagents` and cannot be redefined here."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, field_validator

@@ -1,7 +1,5 @@
 """`[exec]`: how commands run (timeouts, environment scrubbing) and how tool errors count."""
 
-from __future__ import annotations
-
 from pydantic import Field, model_validator
 
 from mermaid_cli.config.sections.base import Section
@@ -18,7 +16,7 @@ class ExecSection(Section):
     fail_on_tool_error: bool = Field(False, description="Exit 1 when any tool call failed.")
 
     @model_validator(mode="after")
-    def _default_within_max(self) -> ExecSection:
+    def _default_within_max(self) -> "ExecSection":
         if self.default_timeout > self.max_timeout:
             raise ValueError("default_timeout must not exceed max_timeout")
         return self

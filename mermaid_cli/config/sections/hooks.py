@@ -1,8 +1,6 @@
 """`[[hooks.EVENT]]`: one hook command, as config (and plugin manifests) describe it, and the
 observe-only lifecycle events a hook can subscribe to. `mermaid_cli.policy.hooks` runs them."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -1,7 +1,5 @@
 """Config sections for long runs: `[compaction]` and `[memory]`."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from mermaid_cli.config.sections.base import Section

@@ -4,8 +4,6 @@ The lead mounts `mcp_servers: dict[str, McpServerSettings]` and `mcp_defer_tools
 top-level Settings. Project config may not define servers (DESIGN.md §5); that rule lives in the
 layering code, not here."""
 
-from __future__ import annotations
-
 import ipaddress
 from urllib.parse import urlparse
 
@@ -39,7 +37,7 @@ class McpOAuthSettings(Section):
     )
 
     @model_validator(mode="after")
-    def _check_metadata_url(self) -> McpOAuthSettings:
+    def _check_metadata_url(self) -> "McpOAuthSettings":
         url = self.client_metadata_url
         if url:
             parsed = urlparse(url)
@@ -78,7 +76,7 @@ class McpServerSettings(Section):
     oauth: McpOAuthSettings | None = Field(default=None, description="Remote sign-in settings.")
 
     @model_validator(mode="after")
-    def _one_transport(self) -> McpServerSettings:
+    def _one_transport(self) -> "McpServerSettings":
         if (self.command is None) == (self.url is None):
             raise ValueError("set exactly one of `command` (stdio) or `url` (Streamable HTTP)")
         if self.url is not None:

@@ -5,8 +5,6 @@ value (or the safe default for an unknown model: no reasoning parameters, a 4096
 Prices are set in `[pricing]`. Project files may not set it (like `[pricing]`, it changes limits).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -2,8 +2,6 @@
 may enable one: a project config is committed with the code, and enabling a plugin grants command
 execution (hooks, MCP servers), so the loader drops `plugins` from a project file with a warning."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from mermaid_cli.config.sections.base import Section

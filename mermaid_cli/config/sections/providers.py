@@ -7,8 +7,6 @@ The lead mounts these on Settings as `providers: dict[str, ProviderSettings]`,
 not set `providers` (DESIGN.md §5): a project could otherwise send the user's key elsewhere.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, field_validator

@@ -1,7 +1,5 @@
 """`[safety]`: the policy gate's configuration (DESIGN.md §4)."""
 
-from __future__ import annotations
-
 import hashlib
 import json
 from typing import Literal
@@ -54,7 +52,7 @@ class Override(Section):
     )
 
     @model_validator(mode="after")
-    def _needs_a_selector(self) -> Override:
+    def _needs_a_selector(self) -> "Override":
         if self.tool is None and self.category is None and self.pattern is None:
             raise ValueError("a safety override needs at least one of tool, category, pattern")
         return self

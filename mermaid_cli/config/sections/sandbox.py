@@ -14,8 +14,6 @@ A project config may only tighten: `off` / `best-effort` and `writable_roots` fr
 are ignored with a warning (config/loader.py).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

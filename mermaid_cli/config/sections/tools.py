@@ -6,8 +6,6 @@ filters. Names are tool names (`read_file`, `mcp__github__create_issue`), shell-
 config may not set `categories` (it could move a tool to a laxer category).
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from mermaid_cli.config.sections.providers import ProviderToolsSettings

@@ -1,7 +1,5 @@
 """`[web]`: web_fetch safety and budgets, web_search backend selection."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, field_validator
