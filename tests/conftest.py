@@ -116,10 +116,11 @@ class FixedClock:
 def run_inprocess(args: list[str], cwd: Path, stdin: str | None = None, env: dict | None = None) -> RunOutput:
     """Run `mermaid exec ARGS` in-process (real click parsing) with a fixed clock, for snapshots."""
     from mermaid_cli.cli import main as cli_mod
+    from mermaid_cli.cli.exec_run import options_from_params
     from mermaid_cli.run.options import RunIO
     from mermaid_cli.run.runner import execute
 
-    opts = cli_mod.options_from_params(cli_mod.exec_.make_context("exec", list(args)).params)
+    opts = options_from_params(cli_mod.exec_.make_context("exec", list(args)).params)
     out = io.BytesIO()
     err = io.StringIO()
     clock = FixedClock()

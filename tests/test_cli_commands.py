@@ -14,6 +14,7 @@ HEAVY = ("httpx", "anthropic", "openai", "rich", "mcp", "trafilatura", "keyring"
 CLI_CORE = [
     "mermaid_cli",
     "mermaid_cli.cli",
+    "mermaid_cli.cli.exec_run",  # what `exec` runs once parsed (imports nothing heavy at the top)
     "mermaid_cli.cli.generated_code",  # the kept dataclass code, installed before any command
     "mermaid_cli.cli.lazy",
     "mermaid_cli.cli.main",

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, run_inprocess, run_mermaid
 
-from mermaid_cli.cli.main import cli, exec_, options_from_params
+from mermaid_cli.cli.exec_run import options_from_params
+from mermaid_cli.cli.main import cli, exec_
 
 HELLO = f"replay/{FIXTURES}/demo/hello.jsonl"
 

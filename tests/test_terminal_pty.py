@@ -131,13 +131,14 @@ class TtyStderr(io.StringIO):
 def test_stdout_bytes_are_identical_with_a_tty_on_stderr(users, fmt):
     """Same clock, same script: every byte of stdout is the same whether the view runs or not."""
     from mermaid_cli.cli import main as cli_mod
+    from mermaid_cli.cli.exec_run import options_from_params
     from mermaid_cli.run.runner import RunIO, execute
 
     outputs = []
     for tty in (False, True):
         (users / "src" / "users.py").write_text(ORIGINAL)
         args = [*fmt, "--ephemeral", "--safety", "full_access", "--model", "replay/s.jsonl", "fix users"]
-        opts = cli_mod.options_from_params(cli_mod.exec_.make_context("exec", args).params)
+        opts = options_from_params(cli_mod.exec_.make_context("exec", args).params)
         out, err, clock = io.BytesIO(), TtyStderr() if tty else io.StringIO(), FixedClock()
         run_env = {**os.environ, "TERM": "xterm-256color"}
         run_env.pop("NO_COLOR", None)

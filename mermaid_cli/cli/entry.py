@@ -72,6 +72,8 @@ GC_THRESHOLDS = (20_000, 20, 100)
 #: `exec` collects nothing until its set-up is over: those ~10 collections still cost ~2.5% of a
 #: 3-turn run's instructions, walking modules and classes that live as long as the run, which
 #: `Run` then freezes out of the collector (gc.freeze) and re-enables it for the model's work.
+#: click's shell-completion switch for `mermaid`: a completion request goes to click
+COMPLETION_VARIABLE = "_MERMAID_COMPLETE"
 PROJECT_INPUTS = (".mermaid", "AGENTS.md", "CLAUDE.md", "MERMAID.md")
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
@@ -196,6 +198,29 @@ def main() -> None:
             atexit.register(early.finish)
     except Exception:  # an optimisation: the run itself reports any real problem
         pass
+    if sys.argv[1:2] == ["exec"] and COMPLETION_VARIABLE not in os.environ:
+        _exec_without_click(sys.argv[1:])
     from mermaid_cli.cli.main import main as run
 
     run()
+
+
+def _exec_without_click(argv: list[str]) -> None:
+    """Run a plain `exec` without importing click (`cli/exec_args.py`); return if it is not one."""
+    from mermaid_cli.cli import generated_code
+
+    generated_code.install()  # before the modules below make their named tuples and dataclasses
+    from mermaid_cli.cli.exec_args import parse
+
+    kwargs = parse(argv)
+    if kwargs is None:
+        return
+    from mermaid_cli.cli.exec_run import prepare_process, run_exec
+
+    prepare_process()
+    try:
+        run_exec(kwargs)  # ends the process
+    except KeyboardInterrupt:  # before the run could install its signal handlers
+        sys.stderr.write("mermaid: interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
