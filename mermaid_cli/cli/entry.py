@@ -4,7 +4,7 @@ a run that qualifies sends its first model request early (`providers/early.py`, 
 A run qualifies when nothing but its flags, its prompt argument and the environment can shape its
 first request, so that a recipe kept from an earlier run reproduces it exactly:
 
-- `mermaid exec` with flags from `PLAIN_FLAGS` only (none that names a file, a config layer, a
+- `mermaid exec` with flags of `EARLY_PARAMS` only (none that names a file, a config layer, a
   session to resume, a recording or another directory, and none that carries free text such as
   `--append-system-prompt`: a recipe would keep it) and the prompt as arguments, not a
   `/command` (those expand before they are sent);
@@ -30,40 +30,30 @@ TYPE_CHECKING = False  # not typing's: this module runs before anything else is 
 if TYPE_CHECKING:
     from mermaid_cli.providers import early
 
-#: flags that shape a first request only through their literal value (part of the recipe key)
-VALUE_FLAGS = frozenset(
+#: the `exec` parameters (`cli/exec_args.PARAMS`) that shape a first request only through their
+#: literal value (part of the recipe key)
+EARLY_PARAMS = frozenset(
     {
-        "-f",
-        "--format",
-        "--output-format",
-        "-m",
-        "--model",
-        "--max-turns",
-        "--max-tokens",
-        "--max-cost",
-        "--timeout",
-        "--safety",
-        "--allowed-tools",
-        "--allowedTools",
-        "--disallowed-tools",
-        "--disallowedTools",
-        "--reasoning",
+        "output_format",
+        "model",
+        "max_turns",
+        "max_tokens",
+        "max_cost",
+        "timeout",
+        "safety",
+        "allowed_tools",
+        "disallowed_tools",
+        "reasoning",
+        "json_flag",
+        "ephemeral",
+        "allow_untrusted_tools",
+        "no_interactive",
+        "plain",
+        "no_network",
+        "confine_fs",
+        "quiet",
     }
 )
-BARE_FLAGS = frozenset(
-    {
-        "--json",
-        "--ephemeral",
-        "--allow-untrusted-tools",
-        "--no-interactive",
-        "--plain",
-        "--no-network",
-        "--confine-fs",
-        "-q",
-        "--quiet",
-    }
-)
-PLAIN_FLAGS = VALUE_FLAGS | BARE_FLAGS
 #: the collector's thresholds for a Mermaid process. The default (a young collection every 700
 #: allocations) ran ~100 collections during a 3-turn run's imports and set-up, ~2% of its
 #: instructions, and found a few hundred cyclic objects; every 20,000 it runs ~10 and finds the
@@ -82,6 +72,11 @@ def split_argv(argv: list[str]) -> tuple[list[str], str] | None:
     """(the flags, in order, with their values; the prompt) of a plain `exec`, else None."""
     if not argv or argv[0] != "exec":
         return None
+    from mermaid_cli.cli.exec_args import PARAMS  # (typing: only an `exec` needs it)
+
+    early = [p for p in PARAMS if p.name in EARLY_PARAMS]
+    bare_flags = {opt for p in early if p.kind == "flag" for opt in p.opts}
+    value_flags = {opt for p in early if p.kind != "flag" for opt in p.opts}
     flags: list[str] = []
     words: list[str] = []
     tokens = iter(argv[1:])
@@ -91,13 +86,13 @@ def split_argv(argv: list[str]) -> tuple[list[str], str] | None:
             break
         if token.startswith("-") and token != "-":
             name, eq, value = token.partition("=") if token.startswith("--") else (token, "", "")
-            if name not in PLAIN_FLAGS or (eq and name in BARE_FLAGS):
+            if name not in bare_flags | value_flags or (eq and name in bare_flags):
                 return None  # (click reads `-m=x` as the value `=x`: short flags take no `=`)
-            if name in VALUE_FLAGS and not eq:
+            if name in value_flags and not eq:
                 value = next(tokens, None)  # type: ignore[assignment]
                 if value is None:
                     return None
-            flags += [name, value] if name in VALUE_FLAGS else [name]
+            flags += [name, value] if name in value_flags else [name]
         else:
             words.append(token)
     prompt = " ".join(words)

@@ -28,12 +28,13 @@ def prepare_process() -> None:
     if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
         os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
         os.environ["_MERMAID_SET_PYDANTIC_PLUGINS"] = "1"
-        # pydantic's plugin loader imports importlib.metadata (zipfile, shutil, email, csv) just to
-        # look for plugins; with none to load, a stand-in that finds none spares that import too
-        if "pydantic.plugin._loader" not in sys.modules:
-            _no_plugins = types.ModuleType("pydantic.plugin._loader")
-            _no_plugins.get_plugins = lambda: ()  # type: ignore[attr-defined]
-            sys.modules["pydantic.plugin._loader"] = _no_plugins
+    # pydantic's plugin loader imports importlib.metadata (zipfile, shutil, email, csv) just to
+    # look for plugins; with none to load, a stand-in that finds none spares that import too
+    # (also when the switch came from the environment, e.g. a process that set it for itself)
+    if os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__" and "pydantic.plugin._loader" not in sys.modules:
+        _no_plugins = types.ModuleType("pydantic.plugin._loader")
+        _no_plugins.get_plugins = lambda: ()  # type: ignore[attr-defined]
+        sys.modules["pydantic.plugin._loader"] = _no_plugins
 
 
 def options_from_params(params: dict[str, Any]) -> Any:
