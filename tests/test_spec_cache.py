@@ -138,3 +138,30 @@ def test_loaded_built_ins_keep_the_cached_specs(tmp_path, monkeypatch):
     after = cached.specs()
     assert after == specs and all(a is b for a, b in zip(after, specs, strict=True))
     assert built == []
+
+
+def test_the_agent_tools_schema_is_kept_with_the_specs(tmp_path, monkeypatch):
+    """Every run makes its own `agent` tool (its description lists the run's agent types); its
+    input schema comes from the cache entry instead of pydantic, and is the one pydantic builds."""
+    from mermaid_cli.tools.agent import AgentArgs, AgentTool
+    from mermaid_cli.tools.base import schema_of
+
+    real, cached, _ = cached_pair(tmp_path)
+    built = AgentTool("types").spec().input_schema
+    assert built == schema_of(AgentArgs) and real.kept_schema("agent") is None
+
+    def no_pydantic(model):  # type: ignore[no-untyped-def]
+        raise AssertionError("the schema was built again")
+
+    monkeypatch.setattr("mermaid_cli.tools.agent.schema_of", no_pydantic)
+    kept = cached.kept_schema("agent")
+    assert AgentTool("types", kept).spec().input_schema == built
+    assert kept is not None
+    kept["properties"] = {}  # each caller gets its own copy
+    assert cached.kept_schema("agent") == built
+    # an entry written before schemas were kept still loads; the tool builds its schema itself
+    data = json.loads((tmp_path / "k.json").read_text())
+    del data["schemas"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    entry = spec_cache.load(tmp_path, "old")
+    assert entry is not None and entry.schemas == {}

@@ -61,7 +61,7 @@ class Subagents:
     def register(self, registry: ToolRegistry) -> None:
         from mermaid_cli.tools.agent import AgentTool
 
-        registry.add_dynamic(AgentToolSource(AgentTool(self.describe_types())))
+        registry.add_dynamic(AgentToolSource(AgentTool(self.describe_types(), registry.kept_schema("agent"))))
 
     def restore(self, saved: object) -> None:
         """The children a resumed session had (their terms as recorded at spawn)."""

@@ -8,7 +8,7 @@ the parent's and `tools/` may not import `run/`.
 
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
@@ -87,9 +87,11 @@ class AgentTool(Tool):
     Args = AgentArgs
     category = "subagent"
 
-    def __init__(self, types: str) -> None:
+    def __init__(self, types: str, schema: dict[str, Any] | None = None) -> None:
         # per instance: the type list comes from this run's config; one spec object for the run
-        self._spec = ToolSpec(name=self.name, description=DESCRIPTION + types, input_schema=schema_of(AgentArgs))
+        # (`schema`: `schema_of(AgentArgs)` as the spec cache kept it)
+        input_schema = schema if schema is not None else schema_of(AgentArgs)
+        self._spec = ToolSpec(name=self.name, description=DESCRIPTION + types, input_schema=input_schema)
 
     def spec(self) -> ToolSpec:
         return self._spec

@@ -193,6 +193,11 @@ class ToolRegistry:
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
 
+    def kept_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of the run-made tool `name` kept by the spec cache, if any
+        (`tools.spec_cache.KEPT_SCHEMAS`): None here, built afresh."""
+        return None
+
     def apply_filter(self, tool_filter: Any) -> None:
         """Keep only the tools `tool_filter.admit`s (now and as dynamic sources add them); a
         refused tool's call gets the reason instead of running."""

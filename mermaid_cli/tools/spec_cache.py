@@ -10,15 +10,17 @@ registry the normal way and writes the cache for next time.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from mermaid_cli.config.loader import Settings
 from mermaid_cli.core.cache_files import write_whole
 from mermaid_cli.core.types import ToolSpec
-from mermaid_cli.tools.base import Tool, ToolRegistry
+from mermaid_cli.tools.base import Tool, ToolRegistry, schema_of
 
 #: what a group loader returns: its tools, and the tools it deliberately leaves out (with the reason)
 GroupTools = tuple[list[Tool], dict[str, str]]
@@ -56,10 +58,29 @@ def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool, 
 
 
 class Entry:
-    """A cache entry: the offered specs in order, the absent tools, and each tool's group."""
+    """A cache entry: the offered specs in order, the absent tools, each tool's group, and the
+    input schemas of `KEPT_SCHEMAS`."""
 
-    def __init__(self, specs: list[ToolSpec], absent: dict[str, str], group_of: dict[str, str]) -> None:
+    def __init__(
+        self,
+        specs: list[ToolSpec],
+        absent: dict[str, str],
+        group_of: dict[str, str],
+        schemas: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.specs, self.absent, self.group_of = specs, absent, group_of
+        self.schemas = schemas or {}
+
+
+def _agent_schema() -> dict[str, Any]:
+    from mermaid_cli.tools.agent import AgentArgs
+
+    return schema_of(AgentArgs)
+
+
+#: tools every run makes itself (its description is the run's) whose input schema is fixed by the
+#: sources the key covers: kept with the specs, since pydantic takes ~3.5 ms to build `agent`'s
+KEPT_SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {"agent": _agent_schema}
 
 
 def load(cache_dir: Path, key: str) -> Entry | None:
@@ -69,7 +90,8 @@ def load(cache_dir: Path, key: str) -> Entry | None:
         group_of = {str(k): str(v) for k, v in dict(data["groups"]).items()}
         if any(s.name not in group_of for s in specs):
             return None  # every cached tool must say which group loads it
-        return Entry(specs, dict(data["absent"]), group_of)
+        schemas = {str(k): dict(v) for k, v in dict(data.get("schemas", {})).items()}
+        return Entry(specs, dict(data["absent"]), group_of, schemas)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -80,6 +102,7 @@ def save(cache_dir: Path, key: str, registry: ToolRegistry, group_of: Mapping[st
         "specs": [s.model_dump(mode="json") for s in specs],
         "absent": registry.absent,
         "groups": {s.name: group_of[s.name] for s in specs if s.name in group_of},
+        "schemas": {name: build_schema() for name, build_schema in KEPT_SCHEMAS.items()},
     }
     _put(cache_dir, key, json.dumps(data).encode("utf-8"))
 
@@ -118,6 +141,7 @@ class CachedRegistry(ToolRegistry):
         self.filter = tool_filter  # MCP tools that join before the real tools load pass it too
         self._cached = entry.specs
         self._cached_by_name = {s.name: s for s in entry.specs}
+        self._kept_schemas = entry.schemas
         self._group_of = entry.group_of
         self._groups = groups
         self._loaded_groups: set[str] = set()
@@ -165,6 +189,10 @@ class CachedRegistry(ToolRegistry):
 
     def names(self) -> list[str]:
         return [s.name for s in self.specs()]
+
+    def kept_schema(self, name: str) -> dict[str, Any] | None:
+        schema = self._kept_schemas.get(name)
+        return copy.deepcopy(schema) if schema is not None else None  # each caller its own
 
     def __contains__(self, name: str) -> bool:
         return name in self._cached_by_name  # the built-ins offered, loaded or not
