@@ -59,9 +59,6 @@ EARLY_PARAMS = frozenset(
 #: instructions, and found a few hundred cyclic objects; every 20,000 it runs ~10 and finds the
 #: same ones (issue 23).
 GC_THRESHOLDS = (20_000, 20, 100)
-#: `exec` collects nothing until its set-up is over: those ~10 collections still cost ~2.5% of a
-#: 3-turn run's instructions, walking modules and classes that live as long as the run, which
-#: `Run` then freezes out of the collector (gc.freeze) and re-enables it for the model's work.
 #: click's shell-completion switch for `mermaid`: a completion request goes to click
 COMPLETION_VARIABLE = "_MERMAID_COMPLETE"
 PROJECT_INPUTS = (".mermaid", "AGENTS.md", "CLAUDE.md", "MERMAID.md")
@@ -180,7 +177,11 @@ def main() -> None:
     import gc
 
     gc.set_threshold(*GC_THRESHOLDS)
-    if sys.argv[1:2] == ["exec"]:
+    is_exec = sys.argv[1:2] == ["exec"]
+    if is_exec:
+        # no collection until the set-up is over: those ~10 still cost ~2.5% of a 3-turn run's
+        # instructions, walking modules and classes that live as long as the run, which `Run`
+        # then freezes out of the collector (gc.freeze) before it enables it again
         gc.disable()
     try:
         plan = plan_early(sys.argv[1:], dict(os.environ))
@@ -193,7 +194,7 @@ def main() -> None:
             atexit.register(early.finish)
     except Exception:  # an optimisation: the run itself reports any real problem
         pass
-    if sys.argv[1:2] == ["exec"] and COMPLETION_VARIABLE not in os.environ:
+    if is_exec and COMPLETION_VARIABLE not in os.environ:
         _exec_without_click(sys.argv[1:])
     from mermaid_cli.cli.main import main as run
 

@@ -38,7 +38,7 @@ def prepare_process() -> None:
 
 
 def options_from_params(params: dict[str, Any]) -> Any:
-    """ExecOptions from the parsed click parameters of `exec`/`run`."""
+    """ExecOptions from the parsed parameters of `exec`/`run` (click's, or `exec_args.parse`'s)."""
     from mermaid_cli.run.runner import ExecOptions
 
     kwargs = dict(params)

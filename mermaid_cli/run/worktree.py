@@ -34,8 +34,6 @@ class WorktreeError(Exception):
     """Why a worktree could not be made or its patch not applied (told to the parent's model)."""
 
 
-
-
 def git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> bytes:
     """Run git for Mermaid's own bookkeeping (worktrees, seeds, patches): with `SAFE_GIT`, a fixed
     identity, and no `GIT_*` variable of the caller's (a `GIT_DIR` would point it elsewhere)."""
