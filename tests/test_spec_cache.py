@@ -69,11 +69,12 @@ def test_cached_registry_loads_only_the_group_of_the_tool_called(tmp_path):
     assert cached.specs() == real.specs() and cached.names() == real.names() and not loads
     assert "read_file" in cached and len(cached) == len(real) and not loads
     assert cached.get("execute_command") is not None and loads == ["shell"]
-    assert cached.get("background_process") is not None and loads == ["shell"]
-    assert cached.get("read_file") is not None and loads == ["shell", "files"]
+    assert cached.get("background_process") is not None and loads == ["shell", "processes"]
+    assert cached.get("read_file") is not None and loads == ["shell", "processes", "files"]
+    assert cached.get("write_file") is not None and loads == ["shell", "processes", "files"]
     assert not cached.loaded and cached.specs() == real.specs()
     # a tool that is no built-in (a dynamic one, or one the model made up) loads nothing
-    assert cached.get("no_such_tool") is None and loads == ["shell", "files"]
+    assert cached.get("no_such_tool") is None and loads == ["shell", "processes", "files"]
     # the whole list loads what is left, once, and keeps the registry's order
     assert [t.name for t in cached.current()] == [t.name for t in real.current()]
     assert cached.loaded and sorted(loads) == sorted(set(loads)) and len(loads) == len(spec_cache_groups())
@@ -87,18 +88,18 @@ def spec_cache_groups() -> list[str]:
 
 def test_a_group_keeps_the_tools_filter(tmp_path):
     """A tool `[tools]` turned off stays off when its group loads for a sibling."""
-    settings = Settings.model_validate({"tools": {"disabled": ["background_process"]}})
+    settings = Settings.model_validate({"tools": {"disabled": ["write_file"]}})
     real, cached, loads = cached_pair(tmp_path, settings)
-    assert "background_process" not in real.names() and "background_process" in cached.absent
-    assert cached.get("execute_command") is not None and loads == ["shell"]
-    assert cached.get("background_process") is None
+    assert "write_file" not in real.names() and "write_file" in cached.absent
+    assert cached.get("read_file") is not None and loads == ["files"]
+    assert cached.get("write_file") is None
     from mermaid_cli.core.types import ToolCallBlock, ToolResult
 
-    bound = cached.bind(ToolCallBlock(id="c1", name="background_process", arguments={}))
+    bound = cached.bind(ToolCallBlock(id="c1", name="write_file", arguments={}))
     assert (
         isinstance(bound, ToolResult)
         and bound.is_error
-        and bound.content == cached.absent["background_process"]
+        and bound.content == cached.absent["write_file"]
     )
 
 
@@ -165,3 +166,40 @@ def test_the_agent_tools_schema_is_kept_with_the_specs(tmp_path, monkeypatch):
     (tmp_path / "old.json").write_text(json.dumps(data))
     entry = spec_cache.load(tmp_path, "old")
     assert entry is not None and entry.schemas == {}
+
+
+def test_a_tool_call_imports_only_its_own_group(tmp_path):
+    """`write_file` loads the read/write module, not the patch, edit or search code; the shell's
+    `execute_command` not the background-process one (each ~ms on the path between two turns)."""
+    import subprocess
+    import sys
+
+    head = f"""
+import os, sys
+from pathlib import Path
+from mermaid_cli.config.loader import Settings
+from mermaid_cli.run.assemble import tool_groups
+from mermaid_cli.tools import spec_cache
+from mermaid_cli.tools.filters import ToolFilter
+settings = Settings()
+groups = tool_groups(settings, os.environ, interactive=False)
+where = Path({str(tmp_path)!r})
+"""
+    save = "real, group_of = spec_cache.build(groups, ToolFilter(settings.tools))\n"
+    save += "spec_cache.save(where, 'k', real, group_of)\n"
+    subprocess.run([sys.executable, "-c", head + save], check=True)
+    call = """
+cached = spec_cache.CachedRegistry(spec_cache.load(where, "k"), groups, ToolFilter(settings.tools))
+assert "mermaid_cli.tools.files" not in sys.modules and "mermaid_cli.tools.shell" not in sys.modules
+assert cached.get(sys.argv[1]) is not None
+print(" ".join(sorted(m for m in sys.modules if m.startswith("mermaid_cli.tools."))))
+"""
+    seen = {}
+    for tool in ("write_file", "execute_command"):
+        out = subprocess.run([sys.executable, "-c", head + call, tool], capture_output=True, text=True, check=True)
+        seen[tool] = set(out.stdout.split())
+    assert "mermaid_cli.tools.files" in seen["write_file"]
+    others = {"mermaid_cli.tools.apply_patch", "mermaid_cli.tools.edit", "mermaid_cli.tools.search"}
+    assert not others & seen["write_file"]
+    assert "mermaid_cli.tools.shell" in seen["execute_command"]
+    assert "mermaid_cli.tools.processes" not in seen["execute_command"]

@@ -44,26 +44,23 @@ if TYPE_CHECKING:
     from mermaid_cli.providers.resolve import ResolvedModel
     from mermaid_cli.run.lineage import AgentType
     from mermaid_cli.store.sessions import SessionWriter
-    from mermaid_cli.tools.base import ToolContext, ToolRegistry
+    from mermaid_cli.tools.base import Tool, ToolContext, ToolRegistry
     from mermaid_cli.tools.spec_cache import GroupTools, ToolGroups
 
 
 def tool_groups(
     settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
 ) -> ToolGroups:
-    """The built-in tools a run offers under `settings`, by catalog, each imported only when its
-    loader runs (MCP tools join once servers start); `vision`: the model accepts images."""
+    """The built-in tools a run offers under `settings`, by load group (a catalog's module or
+    modules), each imported only when its loader runs (MCP tools join once servers start);
+    `vision`: the model accepts images."""
+    from mermaid_cli.tools.catalog_files import FILE_GROUPS
+    from mermaid_cli.tools.catalog_shell import SHELL_GROUPS
+
     network = settings.safety.network != "deny"
 
-    def files() -> GroupTools:
-        from mermaid_cli.tools.catalog_files import file_tools
-
-        return file_tools(), {}
-
-    def shell() -> GroupTools:
-        from mermaid_cli.tools.catalog_shell import shell_tools
-
-        return shell_tools(), {}
+    def no_absent(load: Callable[[], list[Tool]]) -> Callable[[], GroupTools]:
+        return lambda: (load(), {})
 
     def web() -> GroupTools:
         from mermaid_cli.tools.catalog_web import omitted_web_tools, web_tools
@@ -89,8 +86,8 @@ def tool_groups(
         return computer_tools(settings, env)
 
     return {
-        "files": files,
-        "shell": shell,
+        **{name: no_absent(load) for name, load in FILE_GROUPS.items()},
+        **{name: no_absent(load) for name, load in SHELL_GROUPS.items()},
         "web": web,
         "longrun": longrun,
         "images": images,
