@@ -158,3 +158,46 @@ def test_a_normal_close_leaves_no_cgroup_no_guard_and_no_survivor(survivor: bool
     assert _zombie(guard.pid) or not Path(f"/proc/{guard.pid}").exists()
     if child is not None:
         assert child.wait(10) == -signal.SIGKILL
+
+
+def _warming_threads() -> list[object]:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "mermaid-cgroup-warm"]
+
+
+def test_warming_the_join_leaves_mermaid_where_it_was_and_children_still_join() -> None:
+    """`warm_join` takes the migration lock by moving Mermaid into the cgroup it is in already:
+    Mermaid stays put (it must never land in the run cgroup the guard empties), one warm-up runs
+    at a time, and the next child still joins the run cgroup."""
+    if SUPPORT.cgroup is None:
+        pytest.skip("no writable cgroup v2 here")
+    before = Path("/proc/self/cgroup").read_text()
+    guard = OrphanGuard.start(SUPPORT.cgroup)
+    child = None
+    try:
+        assert guard.cgroup is not None
+        guard.warm_join()
+        guard.warm_join()
+        assert len(_warming_threads()) <= 1
+        for thread in _warming_threads():
+            thread.join(10)  # type: ignore[attr-defined]
+        assert not _warming_threads()
+        assert Path("/proc/self/cgroup").read_text() == before
+        procs_fd = guard.cgroup_procs_fd
+        child = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: os.write(procs_fd, b"0"))
+        name = os.path.basename(guard.cgroup)
+        assert wait_for(lambda: Path(f"/proc/{child.pid}/cgroup").read_text().strip().endswith(name), 5)
+    finally:
+        guard.close(timeout=10)
+    assert child is not None and child.wait(10) == -signal.SIGKILL
+
+
+def test_without_a_cgroup_there_is_nothing_to_warm() -> None:
+    guard = OrphanGuard.start(None)
+    try:
+        assert guard.mode == "session"
+        guard.warm_join()
+        assert not _warming_threads()
+    finally:
+        guard.close(timeout=10)

@@ -78,8 +78,11 @@ class ToolCalls:
         started = self.monotonic()
         decision: Decision | None = None
         try:
+            tool = self.registry.get(call.name)
+            if tool is not None and tool.starts_process and self.ctx.sandbox is not None:
+                self.ctx.sandbox.expect_child()  # before the gate: it takes the longest here
             # `scratchpad` / `background` are the loop's, taken out before the tool sees the call
-            split = call_options.split(self.registry.get(call.name), call)
+            split = call_options.split(tool, call)
             options, call = split if not isinstance(split, ToolResult) else (call_options.CallOptions(), call)
             bound = split if isinstance(split, ToolResult) else self.registry.bind(call)
             if isinstance(bound, ToolResult):

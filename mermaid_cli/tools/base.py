@@ -109,6 +109,8 @@ class Tool:
     Args: ClassVar[type[BaseModel]]
     # read | edit | shell | process | web | mcp | subagent | memory | session
     category: ClassVar[str] = "read"
+    #: a call starts a process under the run's sandbox (the sandbox prepares as the call is judged)
+    starts_process: ClassVar[bool] = False
 
     def category_for(self, arguments: dict[str, Any]) -> str:
         """The policy category of one call; tools whose risk depends on their arguments override it."""

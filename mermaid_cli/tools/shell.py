@@ -307,6 +307,7 @@ class ExecuteCommand(Tool):
     )
     Args = ExecuteCommandArgs
     category = "shell"
+    starts_process = True
 
     def category_for(self, arguments: dict[str, Any]) -> str:
         # a background command starts something that outlives the call

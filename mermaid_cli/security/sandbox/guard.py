@@ -31,6 +31,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -151,6 +152,16 @@ def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> None:
     process.poll()  # reaps it when it exited; a guard still running after `timeout` is left
 
 
+def _rejoin(procs: str) -> None:
+    """Write "0" (this process) to `procs`, the cgroup this process is in already."""
+    with contextlib.suppress(OSError):
+        fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
+
+
 class OrphanGuard:
     """Parent-side handle: `OrphanGuard.start(cgroup_parent)` once per run, `close()` at the end.
 
@@ -163,6 +174,7 @@ class OrphanGuard:
         self._write_fd: int | None = write_fd
         self._process = process
         self.cgroup = cgroup
+        self._warming: threading.Thread | None = None
         self.cgroup_procs_fd = -1
         if cgroup is not None:
             self.cgroup_procs_fd = os.open(os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
@@ -223,6 +235,23 @@ class OrphanGuard:
             os.close(write_fd)
             process.wait()
             raise
+
+    def warm_join(self) -> None:
+        """A child is about to join the cgroup: take the kernel's cgroup-migration lock now, on a
+        thread, so that the child's own join (its pre-exec step) finds it warm.
+
+        The first migration after a quiet spell waits in the kernel for an RCU grace period
+        (`cgroup_threadgroup_rwsem`'s rcu_sync: 7-15 ms measured here), and the child cannot exec
+        before it has joined: the wait was on the path of every first command of a turn (issue 23).
+        The lock is taken by moving Mermaid into the cgroup it is already in (our own cgroup, the
+        run cgroup's parent), which changes nothing; the write blocks only this thread (the GIL
+        is released), while the gate judges the call. Any error just leaves the child to wait.
+        """
+        if self.cgroup is None or (self._warming is not None and self._warming.is_alive()):
+            return
+        own = os.path.join(os.path.dirname(self.cgroup), "cgroup.procs")
+        self._warming = threading.Thread(target=_rejoin, args=(own,), name="mermaid-cgroup-warm", daemon=True)
+        self._warming.start()
 
     def register(self, pid: int) -> None:
         """Record a spawned child (needed by the session fallback; harmless with a cgroup)."""

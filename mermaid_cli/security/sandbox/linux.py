@@ -116,6 +116,12 @@ class PreparedSandbox:
     def popen_kwargs(self) -> PopenKwargs:
         return {"preexec_fn": self.preexec_fn, "pass_fds": self.pass_fds}
 
+    def expect_child(self) -> None:
+        """A child is about to be spawned (the model called a tool that starts one): let the
+        guard warm the cgroup join while the call is judged (`OrphanGuard.warm_join`)."""
+        if self.guard is not None:
+            self.guard.warm_join()
+
     def register(self, pid: int) -> None:
         if self.guard is not None:
             self.guard.register(pid)
