@@ -1,7 +1,7 @@
 """Property (issue 15): for every file tool and every mode, the gate's verdict on a call equals its
 verdict on the same call with the path written in resolved form. Trees are real files in a tmp
-dir with in-project symlinks (to the project, outside it, to ~/.ssh and to /etc), and the
-spellings mix `..`, `~`, `.`, absolute and relative forms."""
+dir with in-project symlinks (to the project, outside it, to ~/.ssh, to /etc and to a nested
+repository's `.git`), and the spellings mix `..`, `~`, `.`, absolute and relative forms."""
 
 from __future__ import annotations
 
@@ -53,6 +53,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (root / "etclink").symlink_to("/etc")
     (root / "filelink").symlink_to(outside / "o.txt")
     (root / "src" / "uplink").symlink_to("..")
+    (root / "vendor" / ".git").mkdir(parents=True)  # a nested repository's git directory
+    (root / "vendor" / ".git" / "x").write_text("x\n")
+    (root / "vgit").symlink_to("vendor/.git")
     old = os.environ.get("HOME")
     os.environ["HOME"] = str(home)
     try:
@@ -82,6 +85,9 @@ BASES = [
     "~/project/src",
     "/etc",
     "/tmp",
+    "vendor",
+    "vendor/.git",
+    "vgit",
 ]
 NAMES = ["a.py", "b.py", "o.txt", "new.txt", "authorized_keys", "x", "filelink", "sshlink", "inlink"]
 
@@ -143,6 +149,9 @@ def test_verdict_on_a_spelling_equals_verdict_on_the_resolved_path(tree: Path, d
     spelled = verdict(tree, safety, tool, call_for(tool, path, kind))
     canonical = verdict(tree, safety, tool, call_for(tool, resolved, kind))
     assert spelled == canonical, (tool.name, kind, safety, path, resolved)
+    inside_git = ".git" in Path(os.path.relpath(resolved, os.path.realpath(tree))).parts
+    if inside_git and tool.name != "read_file" and safety["mode"] != "full_access":
+        assert spelled[0] == "deny", (tool.name, kind, safety, path, resolved)  # any repository's .git
 
 
 def test_the_known_bypasses_are_hard_denied(tree: Path) -> None:

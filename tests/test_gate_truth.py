@@ -293,6 +293,9 @@ def _protected_project(project: Path) -> None:
     (project / "gitlink").symlink_to(".git")
     (project / "src").mkdir()
     (project / "src" / "a.txt").write_text("a\n")
+    (project / "vendor" / "lib" / ".git" / "hooks").mkdir(parents=True)  # a nested repository
+    (project / "vendor" / "lib" / ".git" / "config").write_text("[core]\n")
+    (project / "vlink").symlink_to("vendor/lib/.git")
 
 
 PROTECTED_WRITES = [
@@ -307,6 +310,14 @@ PROTECTED_WRITES = [
     ("write_file", {"path": ".mermaid/config.toml", "content": "x"}),
     ("write_file", {"path": ".mermaid/skills/s/SKILL.md", "content": "x"}),
     ("apply_patch", {"patch": patch_add("src/b.txt", ".git/hooks/x")}),  # one file of a patch decides
+    # any other repository's git directory below the project: a nested one, a new one, a `.git` file
+    ("write_file", {"path": "vendor/lib/.git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+    ("edit_file", {"path": "vendor/lib/.git/config", "target_content": "[core]", "replacement_content": "[x]"}),
+    ("write_file", {"path": "vlink/config", "content": "[core]\n\tfsmonitor = evil\n"}),
+    ("create_directory", {"path": "newrepo/.git/hooks"}),
+    ("write_file", {"path": "src/.git", "content": "gitdir: /tmp/evil\n"}),
+    ("delete_file", {"path": "vendor/lib/.git/config"}),
+    ("apply_patch", {"patch": patch_add("src/c.txt", "vendor/lib/.git/hooks/post-merge")}),
 ]
 
 
@@ -325,12 +336,10 @@ def test_file_tools_never_write_git_or_mermaid_outside_full_access(
 def test_reading_git_is_allowed_and_full_access_may_write_it(project: Path, home: Path) -> None:
     _protected_project(project)
     assert judge(make_gate(project, "auto"), "read_file", {"path": ".git/config"}).decision.verdict == "allow"
-    assert (
-        judge(
-            make_gate(project, "auto"), "write_file", {"path": "src/.gitx", "content": "x"}
-        ).decision.verdict
-        == "allow"
-    )
+    for beside in ("src/.gitx", "src/.gitignore", ".github/workflows/ci.yml", "vendor/lib/a.git/x", "vendor/lib/x"):
+        verdict = judge(make_gate(project, "auto"), "write_file", {"path": beside, "content": "x"}).decision.verdict
+        assert verdict == "allow", beside
+    assert judge(make_gate(project, "auto"), "read_file", {"path": "vendor/lib/.git/config"}).decision.verdict == "allow"
     for tool, args in PROTECTED_WRITES:
         assert judge(make_gate(project, "full_access"), tool, args).decision.verdict == "allow", (tool, args)
 

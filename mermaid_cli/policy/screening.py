@@ -29,7 +29,7 @@ from mermaid_cli.policy.shell.classifier import (
     worst,
 )
 from mermaid_cli.security.paths import added_dirs, within
-from mermaid_cli.security.sandbox.policy import PROTECTED_PROJECT_DIRS, protected_within
+from mermaid_cli.security.sandbox.policy import GIT_DIR_NAME, PROTECTED_PROJECT_DIRS, protected_within
 
 _CATEGORY_RISK: dict[str, Risk] = {
     "read": "read_only",
@@ -162,12 +162,15 @@ def protected_write(
     targets: Sequence[PathOp], policy: SafetySettings, protected: Sequence[str]
 ) -> PolicyOutcome | None:
     """A file tool's create, modify or delete inside one of the `protected` directories
-    (`protected_dirs`): denied in every mode but `full_access`. The kernel keeps them read-only
-    for every process started for the model (DESIGN §4.1); file tools run in Mermaid itself, so
-    the gate keeps the same rule for them, and no prompt or approval lifts it: a hook or a
-    `core.fsmonitor` written there runs later, outside any sandbox."""
+    (`protected_dirs`), or inside any other `.git` below their roots (`nested_git_dir`: a nested
+    repository's or a submodule's, existing or made by the call): denied in every mode but
+    `full_access`. The kernel keeps the protected directories read-only for every process started
+    for the model (DESIGN §4.1); file tools run in Mermaid itself, so the gate keeps the same rule
+    for them, and no prompt or approval lifts it: a hook or a `core.fsmonitor` written there runs
+    later, outside any sandbox."""
     if policy.mode == "full_access":
         return None
+    roots = {posixpath.dirname(base) for base in protected}
     for target in targets:
         if target.operation == "read":
             continue
@@ -179,7 +182,27 @@ def protected_write(
                     f"run for the model may change {', '.join(d + '/' for d in PROTECTED_PROJECT_DIRS)}"
                 )
                 return PolicyOutcome("deny", "mode", reason, "destructive")
+        git_dir = nested_git_dir(target.path, roots)
+        if git_dir is not None:
+            reason = (
+                f"{target.path} is inside {git_dir}, the git directory of a nested repository, which is "
+                f"read-only in {policy.mode} mode: a hook or a config line written there runs when git "
+                "runs in that repository"
+            )
+            return PolicyOutcome("deny", "mode", reason, "destructive")
     return None
+
+
+def nested_git_dir(path: str, roots: Iterable[str]) -> str | None:
+    """The `.git` that `path` (resolved) is or is inside, below the root holding it (the nearest
+    of `roots`; a path under none is judged whole): a submodule's or a vendored repository's git
+    directory, or a `.git` file, which points git at a directory of its choosing. None if none."""
+    holding = [r for r in roots if within(r, path)]
+    base = max(holding, key=len) if holding else posixpath.sep
+    rest = posixpath.relpath(path, base).split(posixpath.sep)
+    if GIT_DIR_NAME not in rest:
+        return None
+    return posixpath.join(base, *rest[: rest.index(GIT_DIR_NAME) + 1])
 
 
 def secret_access(

@@ -45,7 +45,9 @@ SYSTEM_SECRETS: tuple[str, ...] = (
 #: read-only beneath every writable root but the temp dir (the project, `--add-dir` directories,
 #: `[sandbox] writable_roots`): what lands there runs later outside any sandbox (git hooks,
 #: `core.fsmonitor`, Mermaid's project config and skills)
-PROTECTED_PROJECT_DIRS: tuple[str, ...] = (".git", ".mermaid")
+#: a repository's git directory (or the `.git` file that names one)
+GIT_DIR_NAME = ".git"
+PROTECTED_PROJECT_DIRS: tuple[str, ...] = (GIT_DIR_NAME, ".mermaid")
 
 
 def protected_within(roots: tuple[Path, ...]) -> tuple[Path, ...]:
