@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import marshal
+import re
 import subprocess
 import sys
 import typing
@@ -98,6 +99,7 @@ def test_the_entry_point_keeps_the_code_for_the_next_process(tmp_path: Path) -> 
         "import sys; from pathlib import Path; from mermaid_cli.cli import generated_code as g;"
         "c = g.install(Path(sys.argv[1])); import dataclasses;"
         "dataclasses.dataclass(type('K', (), {'__annotations__': {'a': 'int'}}));"
+        "import re; assert re.compile(r'(?P<k>kept) +regex').match('kept  regex');"
         "print(c.added)"
     )
     path = tmp_path / "generated.marshal"
@@ -120,3 +122,51 @@ def test_an_entry_that_is_not_code_is_compiled_again(tmp_path: Path, monkeypatch
     Point, Pair = _with(spoiled, monkeypatch)
     assert spoiled.added == len(spoiled.kept) > 0  # every entry compiled afresh
     assert Point(1, 2) == Point(1, 2) and Pair(1, 2).right == 2
+
+
+PATTERNS: list[tuple[str | bytes, int]] = [
+    (r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=", 0),
+    (r"(?P<word>\w+)\s*(?:=|:)\s*(\d{2,}|[a-f]+)$", re.IGNORECASE),
+    (r"([A-Za-z_:.][\w:.]*)\(\)\{\1\|\1&?\}?;?\1?", 0),  # a backreference
+    (r"(?<=@)\w+(?!\.)", re.MULTILINE | re.DOTALL),
+    (r"""(?x) \d+  # digits
+         [.,]? \d*""", 0),
+    (r"straße|ǅ", re.IGNORECASE | re.UNICODE),
+    (rb"\x00[\x80-\xff]+", 0),
+    (rb"(?i)ab(?P<n>c)", 0),
+    (r"", 0),
+]
+
+
+def test_a_pattern_from_kept_arguments_is_the_pattern_re_compiles(tmp_path: Path) -> None:
+    from mermaid_cli.cli.generated_code import _compile_regex  # re's own, whatever is installed
+
+    path = tmp_path / "generated.marshal"
+    first = GeneratedCode(path)
+    made = [first.compile_regex(p, f) for p, f in PATTERNS]
+    assert first.added == len(PATTERNS)
+    first.save()
+    second = GeneratedCode(path)
+    kept = [second.compile_regex(p, f) for p, f in PATTERNS]
+    assert second.added == 0  # every program came from the file
+    for (pattern, flags), a, b in zip(PATTERNS, made, kept, strict=True):
+        plain = _compile_regex(pattern, flags)
+        # equal patterns: same pattern, flags and program (CPython compares the code)
+        assert a == plain and b == plain, pattern
+        assert (b.groups, b.groupindex, b.flags) == (plain.groups, plain.groupindex, plain.flags)
+    word = kept[1].match("Key = ff")
+    assert word is not None and word.group("word") == "Key" and word.group(2) == "ff"
+    assert kept[6].search(b"a\x00\x90\xff") is not None
+
+
+def test_a_spoiled_regex_entry_or_a_debug_compile_is_compiled_by_re(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "generated.marshal"
+    first = GeneratedCode(path)
+    first.compile_regex(r"a(b)c", 0)
+    first.save()
+    spoiled = GeneratedCode(path)
+    for key in list(spoiled.kept):
+        spoiled.kept[key] = marshal.dumps((1, ["x"], 0, {}, ()))  # not a program
+    assert spoiled.compile_regex(r"a(b)c", 0).match("abc").group(1) == "b" and spoiled.added == 1
+    debug = spoiled.compile_regex(r"z", re.DEBUG)
+    assert debug.match("z") and "LITERAL" in capsys.readouterr().out and spoiled.added == 1
