@@ -292,3 +292,32 @@ async def test_concurrent_commands_do_not_block_each_other(ctx) -> None:
     one, two = await asyncio.gather(first, second)
     assert not one.is_error and not two.is_error
     assert one.content.startswith("one") and two.content.startswith("two")
+
+
+@pytest.fixture
+async def guarded_ctx(tmp_path: Path):
+    """A context whose sandbox has the orphan guard's cgroup (full_access hardening): the run's
+    children all join it, so an empty cgroup tells `Child.tree_alive` nothing is left."""
+    from mermaid_cli.security.sandbox import OrphanGuard, prepare, probe
+
+    support = probe(env={})
+    if support.cgroup is None:
+        pytest.skip("no writable cgroup v2 here (the session scan is tested above)")
+    guard = OrphanGuard.start(support.cgroup)
+    context = ToolContext(project_root=tmp_path, sandbox=prepare(None, guard=guard, support=support))
+    try:
+        yield context
+    finally:
+        guard.close(timeout=10)
+
+
+async def test_with_the_cgroup_a_leftover_is_still_found_and_a_clean_exit_leaves_nothing(
+    guarded_ctx, tmp_path: Path
+) -> None:
+    sandbox = guarded_ctx.sandbox
+    clean = await run(guarded_ctx, "echo ok")
+    assert not clean.is_error and "stopped" not in clean.content and sandbox.nothing_alive()
+    left = await run(guarded_ctx, "sleep 300 >/dev/null 2>&1 & echo $! > gc.pid")
+    assert "left running were stopped" in left.content
+    assert await wait_gone(int((tmp_path / "gc.pid").read_text()))
+    assert sandbox.nothing_alive()

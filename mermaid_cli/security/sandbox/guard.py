@@ -236,6 +236,18 @@ class OrphanGuard:
             process.wait()
             raise
 
+    def empty(self) -> bool:
+        """No process the run started for the model is alive: the run's cgroup lists none (every
+        one joins it before exec, and its descendants cannot leave). False without a cgroup or
+        when it cannot be read."""
+        if self.cgroup is None:
+            return False
+        try:
+            with open(os.path.join(self.cgroup, "cgroup.procs"), "rb") as procs:
+                return not procs.read(1)
+        except OSError:
+            return False
+
     def warm_join(self) -> None:
         """A child is about to join the cgroup: take the kernel's cgroup-migration lock now, on a
         thread, so that the child's own join (its pre-exec step) finds it warm.
@@ -267,13 +279,10 @@ class OrphanGuard:
         if self.cgroup_procs_fd >= 0:
             os.close(self.cgroup_procs_fd)
             self.cgroup_procs_fd = -1
-        if self.cgroup is not None and self._write_fd is not None:
+        if self.cgroup is not None and self._write_fd is not None and self.empty():
             with contextlib.suppress(OSError):
-                with open(os.path.join(self.cgroup, "cgroup.procs"), "rb") as procs:
-                    empty = not procs.read(1)
-                if empty:
-                    os.rmdir(self.cgroup)
-                    emptied = True
+                os.rmdir(self.cgroup)
+                emptied = True
         if self._write_fd is not None:
             os.close(self._write_fd)
             self._write_fd = None

@@ -126,6 +126,11 @@ class PreparedSandbox:
         if self.guard is not None:
             self.guard.register(pid)
 
+    def nothing_alive(self) -> bool:
+        """No child started with this sandbox (nor any descendant) is alive (`OrphanGuard.empty`);
+        False when that cannot be known cheaply (no cgroup): ask /proc then."""
+        return self.guard is not None and self.guard.empty()
+
     @property
     def ruleset_fd(self) -> int:
         return self._held.ruleset_fd
