@@ -400,7 +400,7 @@ def test_a_snapshot_begun_at_start_is_adopted_only_for_the_same_root_and_exclusi
 
 # -- git with the kernel's reports: `git status` of the reported paths only ---------------------
 
-_NAMES = st.sampled_from(["a", "b", "c.txt", "d d", "[x]", ".gitignore"])
+_NAMES = st.sampled_from(["a", "b", "c.txt", "d d", "[x]", ".gitignore", ".mermaid"])
 _OPS = st.lists(
     st.tuples(
         st.sampled_from(["write", "append", "delete", "mkdir", "rmtree", "rename", "chmod", "link"]),
@@ -468,9 +468,15 @@ def test_git_with_the_kernels_reports_finds_what_a_whole_tree_status_finds(tmp_p
 def test_git_with_the_kernels_reports_asks_git_about_what_changed_only(tmp_path: Path) -> None:
     root = tmp_path / "g"
     _git_tree(root)
-    snap = WorkspaceSnapshot.take(root)
+    snap = WorkspaceSnapshot.take(root, frozenset({"record.jsonl"}))
     assert snap._reported_paths() == []
     assert snap.changed_files() == []  # nothing reported: no git call at all
+    # Mermaid's own writes (its first session file makes `.mermaid/`; a --record target) are
+    # reported by the kernel too, but no comparison could name them: still no git call
+    (root / ".mermaid" / "conversations").mkdir(parents=True)
+    (root / ".mermaid" / "conversations" / "s.jsonl").write_text("{}\n")
+    (root / "record.jsonl").write_text("{}\n")
+    assert snap._reported_paths() == [] and snap.changed_files() == []
     (root / "a/c.txt").write_text("changed\n")
     (root / "new/deep").mkdir(parents=True)
     (root / "new/deep/f.txt").write_text("f\n")

@@ -45,6 +45,8 @@ REFRESH_SHARE = 0.2
 INLINE_MAX_S = 0.002
 #: more paths reported changed than this, and a git comparison runs over the whole tree
 MAX_PATHSPECS = 2000
+#: Mermaid's own directory in the project (sessions, project config): never a run's change
+OWN_DIR = ".mermaid"
 
 
 @functools.cache
@@ -82,7 +84,7 @@ class _GitIndex:
         self.pathspec = [
             "--",
             ".",
-            ":(exclude).mermaid",
+            f":(exclude){OWN_DIR}",
             *(f":(exclude,literal){r}" for r in sorted(exclude)),
         ]
 
@@ -255,15 +257,21 @@ class WorkspaceSnapshot:
 
     def _reported_paths(self) -> list[str] | None:
         """With git: the paths the kernel reported changed since the snapshot began (a directory
-        entry for its whole subtree); None when git must look at the whole tree (no watch, lost
-        events, too many paths, or a changed `.gitignore`, which can reveal untouched files)."""
+        entry for its whole subtree), but for Mermaid's own (`.mermaid/`, where the session file
+        goes, and `exclude`), which the comparison's pathspec leaves out anyway: a run's first
+        `.mermaid/` cost a `git status` after every tool batch; None when git must look at the
+        whole tree (no watch, lost events, too many paths, or a changed `.gitignore`, which can
+        reveal untouched files)."""
         if self.git_watch is None:
             return None
         reported = self.git_watch.drain()
         if reported is None:
             return None
         files, _dirs, gone = reported
-        paths = files | self.git_watch.subdirs | gone
+        own = (OWN_DIR, *self.exclude)
+        paths = {
+            p for p in files | self.git_watch.subdirs | gone if not any(p == o or p.startswith(o + "/") for o in own)
+        }
         if (
             "" in gone
             or len(paths) > MAX_PATHSPECS
@@ -472,7 +480,7 @@ def _git_tree_watch(root: Path) -> TreeWatch | None:
         return None
     # `-printf ""` keeps find's optimiser from moving the name tests before `-type d` (see
     # workspace_stat._prune): otherwise every file's name is matched too
-    prune = [*"( -type d -printf".split(), "", *"( -name .git -o -path ./.mermaid ) -prune )".split()]
+    prune = [*"( -type d -printf".split(), "", *f"( -name .git -o -path ./{OWN_DIR} ) -prune )".split()]
     try:
         out = subprocess.run(
             ["find", ".", *prune, "-o", "-type", "d", "-printf", r"%P\0"],
