@@ -31,6 +31,7 @@ import marshal
 import re._compiler as re_compiler  # type: ignore[import-not-found]  # (no stub: internal)
 import sys
 import typing
+from collections.abc import Callable
 from importlib._bootstrap_external import MAGIC_NUMBER
 from pathlib import Path
 from types import CodeType
@@ -67,22 +68,28 @@ class GeneratedCode:
             self._kept = _load(self.path)
         return self._kept
 
-    def code(self, source: str, mode: str) -> Any:
-        key = (mode, source)
-        code = self.used.get(key)
-        if code is not None:
-            return code
+    def _kept_or_made(self, key: Key, fits: Callable[[object], bool], make: Callable[[], Any]) -> Any:
+        """This process's object for `key`: used before, else kept (if it still `fits`: an entry
+        that does not is made again), else `make()`, which is kept for the next process."""
+        value = self.used.get(key)
+        if value is not None:
+            return value
         kept = self.kept.get(key)
         try:
-            code = marshal.loads(kept) if kept is not None else None
+            value = marshal.loads(kept) if kept is not None else None
         except (ValueError, EOFError, TypeError):
-            code = None
-        if not isinstance(code, CodeType):  # never kept, or not code any more: compile it
-            code = compile(source, "<string>", mode)
-            self.kept[key] = marshal.dumps(code)
+            value = None
+        if not fits(value):
+            value = make()
+            self.kept[key] = marshal.dumps(value)
             self.added += 1
-        self.used[key] = code
-        return code
+        self.used[key] = value
+        return value
+
+    def code(self, source: str, mode: str) -> Any:
+        return self._kept_or_made(
+            (mode, source), lambda code: isinstance(code, CodeType), lambda: compile(source, "<string>", mode)
+        )
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:  # noqa: A002, A003
         if isinstance(source, str):
@@ -116,21 +123,9 @@ class GeneratedCode:
         if not isinstance(p, (str, bytes)) or flags & re_compiler.SRE_FLAG_DEBUG:
             return _compile_regex(p, flags)  # a parsed pattern (re.Scanner) or a debug dump
         flags = int(flags)  # (`re` passes a plain int; a direct caller may pass a RegexFlag)
-        key: Key = (f"re:{flags}", p)
-        args: RegexArgs | None = self.used.get(key)
-        if args is None:
-            kept = self.kept.get(key)
-            try:
-                loaded = marshal.loads(kept) if kept is not None else None
-            except (ValueError, EOFError, TypeError):
-                loaded = None
-            if _regex_args(loaded):
-                args = loaded
-            else:
-                args = _regex_program(p, flags)
-                self.kept[key] = marshal.dumps(args)
-                self.added += 1
-            self.used[key] = args
+        args: RegexArgs = self._kept_or_made(
+            (f"re:{flags}", p), _regex_args, lambda: _regex_program(p, flags)
+        )
         final_flags, code, groups, groupindex, indexgroup = args
         return re_compiler._sre.compile(p, final_flags, code, groups, groupindex, indexgroup)
 
