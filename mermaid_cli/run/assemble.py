@@ -131,8 +131,7 @@ def cached_registry(
     if cached is not None:
         return spec_cache.CachedRegistry(cached, groups, tool_filter)
     registry, group_of = spec_cache.build(groups, tool_filter)
-    spec_cache.save(cache_dir, key, registry, group_of)
-    spec_cache.save(spec_cache.SHARED_DIR, key, registry, group_of)
+    spec_cache.save(cache_dir, key, registry, group_of, spec_cache.SHARED_DIR)
     return registry
 
 

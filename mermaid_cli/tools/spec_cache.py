@@ -96,7 +96,11 @@ def load(cache_dir: Path, key: str) -> Entry | None:
         return None
 
 
-def save(cache_dir: Path, key: str, registry: ToolRegistry, group_of: Mapping[str, str]) -> None:
+def save(
+    cache_dir: Path, key: str, registry: ToolRegistry, group_of: Mapping[str, str], *more_dirs: Path
+) -> None:
+    """Write the entry for `registry` under `key` in `cache_dir` (and each of `more_dirs`: the
+    entry is built once)."""
     specs = registry.specs()
     data = {
         "specs": [s.model_dump(mode="json") for s in specs],
@@ -104,7 +108,9 @@ def save(cache_dir: Path, key: str, registry: ToolRegistry, group_of: Mapping[st
         "groups": {s.name: group_of[s.name] for s in specs if s.name in group_of},
         "schemas": {name: build_schema() for name, build_schema in KEPT_SCHEMAS.items()},
     }
-    _put(cache_dir, key, json.dumps(data).encode("utf-8"))
+    encoded = json.dumps(data).encode("utf-8")
+    for directory in (cache_dir, *more_dirs):
+        _put(directory, key, encoded)
 
 
 def adopt(source: Path, cache_dir: Path, key: str) -> None:
