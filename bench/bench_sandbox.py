@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mermaid_cli.security.sandbox import OrphanGuard, for_mode, prepare, probe
+from mermaid_cli.security.sandbox import KernelSupport, OrphanGuard, for_mode, prepare, probe
 from mermaid_cli.security.sandbox.linux import PopenKwargs
 
 TARGET_MS = 5.0
@@ -67,17 +67,17 @@ def main() -> None:
         print(
             f"full_access hardening cost per command: {results['hardening only (full_access)'] - results['plain']:.2f} ms"
         )
-        first_command(support.cgroup, max(3, n // 10))
+        first_command(support, max(3, n // 10))
 
 
-def first_command(cgroup_parent: str | None, rounds: int) -> None:
+def first_command(support: KernelSupport, rounds: int) -> None:
     """The spawn of a turn's first command, its cgroup join cold and warmed, medians."""
-    if cgroup_parent is None:
+    if support.cgroup is None:
         print("first command of a turn: no writable cgroup v2 here (the guard tracks sessions)")
         return
-    guard = OrphanGuard.start(cgroup_parent)
+    guard = OrphanGuard.start(support.cgroup)
     try:
-        joined = prepare(None, guard=guard, support=probe())
+        joined = prepare(None, guard=guard, support=support)
         times: dict[str, list[float]] = {"cold": [], "warmed": []}
         for _ in range(rounds):
             for case, xs in times.items():
