@@ -3,6 +3,7 @@ survives: not the child, not a backgrounded grandchild, not (with a cgroup) a `s
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -191,6 +192,40 @@ def test_warming_the_join_leaves_mermaid_where_it_was_and_children_still_join() 
     finally:
         guard.close(timeout=10)
     assert child is not None and child.wait(10) == -signal.SIGKILL
+
+
+_START_PROBE = r"""
+import json, os, sys, threading
+seen = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].endswith("cgroup.procs"):
+        seen.append([args[0], bool(args[2] & (os.O_WRONLY | os.O_RDWR))])
+sys.addaudithook(hook)
+from mermaid_cli.security.sandbox import OrphanGuard
+guard = OrphanGuard.start(sys.argv[1])
+for thread in threading.enumerate():
+    if thread.name == "mermaid-cgroup-warm":
+        thread.join(10)
+guard.close(timeout=10)
+print(json.dumps([guard.cgroup, seen]))
+"""
+
+
+def test_starting_the_guard_warms_the_join_for_the_runs_first_command() -> None:
+    """The first command of a run comes soon after the guard starts: the start itself takes the
+    migration lock (a write to Mermaid's own cgroup.procs), so that command's join finds it warm
+    even when the warm-up at the call would come too late."""
+    if SUPPORT.cgroup is None:
+        pytest.skip("no writable cgroup v2 here")
+    proc = subprocess.run(
+        [sys.executable, "-c", _START_PROBE, SUPPORT.cgroup], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    run_cgroup, seen = json.loads(proc.stdout)
+    assert run_cgroup is not None
+    own = os.path.join(SUPPORT.cgroup, "cgroup.procs")
+    assert [own, True] in seen  # the warm-up: Mermaid into the cgroup it is in
+    assert [os.path.join(run_cgroup, "cgroup.procs"), True] in seen  # the guard's fd for children
 
 
 def test_without_a_cgroup_there_is_nothing_to_warm() -> None:
