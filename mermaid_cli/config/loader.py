@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mermaid_cli.config.clamp import FLOOR_LEVELS, clamp_project
 from mermaid_cli.config.dirs import data_dir as data_dir  # re-exported: `loader.data_dir` callers
 from mermaid_cli.config.dirs import user_config_dir
 from mermaid_cli.config.flags import ToolRules, apply_tool_rules
@@ -153,6 +152,8 @@ def load_settings(
     for layer in layers:
         merge(merged, layer.data, sources, layer.source)
     if project is not None:
+        from mermaid_cli.config.clamp import FLOOR_LEVELS, clamp_project  # only a project file is clamped
+
         files.append(str(project_path))
         current_mode = (
             merged.get("safety", {}).get("mode", "auto") if isinstance(merged.get("safety"), dict) else "auto"

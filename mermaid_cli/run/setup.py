@@ -175,7 +175,7 @@ class History:
     next_index: int = 0
     compactions: int = 0
     tasks: dict[str, object] | None = None
-    #: the children the session had spawned (`run.lineage.SavedChild` dicts)
+    #: the children the session had spawned (`run.saved_child.SavedChild` dicts)
     agents: object = None
     #: a subagent's session file (under its parent's session), whether it exists yet or not
     path: Path | None = None

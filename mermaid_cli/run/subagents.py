@@ -22,7 +22,6 @@ from mermaid_cli.run.lineage import (
     AgentRecord,
     ChildTerms,
     Lineage,
-    SavedChild,
     agent_types,
     stricter,
 )
@@ -67,6 +66,8 @@ class Subagents:
         """The children a resumed session had (their terms as recorded at spawn)."""
         if not isinstance(saved, list):
             return
+        from mermaid_cli.run.saved_child import SavedChild
+
         for item in saved:
             try:
                 child = SavedChild.model_validate(item)
@@ -83,6 +84,8 @@ class Subagents:
         """Record the children in this run's session (for a follow-up after --resume)."""
         if self.out.session is None:
             return
+        from mermaid_cli.run.saved_child import SavedChild
+
         records = self.lineage.tree.records
         saved = [SavedChild.of(records[i]).model_dump(mode="json") for i in self.children]
         self.out.session.append("state", agents=saved)

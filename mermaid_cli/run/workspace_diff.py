@@ -30,11 +30,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mermaid_cli.run.workspace_stat import Change, StatSnapshot
 from mermaid_cli.run.workspace_watch import TreeWatch
 from mermaid_cli.security.childenv import SAFE_GIT, scrubbed_env
+
+if TYPE_CHECKING:  # the stat snapshot is a non-git tree's: a git one never loads it
+    from mermaid_cli.run.workspace_stat import Change, StatSnapshot
 
 #: a comparison that took longer than this is not repeated after every tool batch
 REFRESH_MAX_S = 0.5
@@ -190,6 +192,8 @@ class WorkspaceSnapshot:
                 snap.index = snap.tree = None
                 snap._stop_git_watch()
         if snap.tree is None:
+            from mermaid_cli.run.workspace_stat import StatSnapshot
+
             snap.stat = StatSnapshot(root, exclude)
         # the first comparison is guessed to cost what the snapshot did, unless the kernel reports
         # the changes (then it costs what changed, and is redone after every tool batch)
