@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import run_inprocess
 from provider_fixtures import FakeProviderServer, fake_env
 
@@ -96,11 +97,7 @@ def test_a_group_keeps_the_tools_filter(tmp_path):
     from mermaid_cli.core.types import ToolCallBlock, ToolResult
 
     bound = cached.bind(ToolCallBlock(id="c1", name="write_file", arguments={}))
-    assert (
-        isinstance(bound, ToolResult)
-        and bound.is_error
-        and bound.content == cached.absent["write_file"]
-    )
+    assert isinstance(bound, ToolResult) and bound.is_error and bound.content == cached.absent["write_file"]
 
 
 def test_an_entry_without_groups_is_a_miss(tmp_path):
@@ -196,10 +193,80 @@ print(" ".join(sorted(m for m in sys.modules if m.startswith("mermaid_cli.tools.
 """
     seen = {}
     for tool in ("write_file", "execute_command"):
-        out = subprocess.run([sys.executable, "-c", head + call, tool], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", head + call, tool], capture_output=True, text=True, check=True
+        )
         seen[tool] = set(out.stdout.split())
     assert "mermaid_cli.tools.files" in seen["write_file"]
     others = {"mermaid_cli.tools.apply_patch", "mermaid_cli.tools.edit", "mermaid_cli.tools.search"}
     assert not others & seen["write_file"]
     assert "mermaid_cli.tools.shell" in seen["execute_command"]
     assert "mermaid_cli.tools.processes" not in seen["execute_command"]
+
+
+# -- the entries the package ships, for the first run after an install ---------------------------
+
+
+def test_the_shipped_entries_are_what_these_sources_build() -> None:
+    from pydantic.version import VERSION
+
+    from mermaid_cli.run import shipped_specs
+
+    built_with = json.loads(spec_cache.SHIPPED.read_text(encoding="utf-8"))[shipped_specs.BUILT_WITH]
+    if built_with["pydantic"] != VERSION:  # every key holds the version: they are simply not used
+        pytest.skip(f"shipped with pydantic {built_with['pydantic']}, this is {VERSION}")
+    assert spec_cache.SHIPPED.read_bytes() == shipped_specs.render(), (
+        "tools/tool_specs.json is stale: run `python -m mermaid_cli.run.shipped_specs`"
+    )
+
+
+def _first_run_registry(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """`cached_registry` as the first run after an install sees it: no cache in the data dir or
+    beside the bytecode; the tool groups it loads are recorded."""
+    from mermaid_cli.run import assemble
+
+    monkeypatch.setattr(spec_cache, "SHARED_DIR", tmp_path / "shared")
+    env = {"MERMAID_DATA_DIR": str(tmp_path / "data")}
+    loads: list[str] = []
+    real_groups = assemble.tool_groups
+    monkeypatch.setattr(
+        assemble, "tool_groups", lambda settings, env, **kw: _counted(real_groups(settings, env, **kw), loads)
+    )
+    registry = assemble.cached_registry(Settings(), env, interactive=False, vision=True)
+    return registry, loads, env
+
+
+def _counted(groups: spec_cache.ToolGroups, loads: list[str]) -> spec_cache.ToolGroups:
+    def counted(name: str, load):  # type: ignore[no-untyped-def]
+        return lambda: (loads.append(name), load())[1]
+
+    return {name: counted(name, load) for name, load in groups.items()}
+
+
+def test_a_first_run_takes_the_shipped_entry_and_keeps_it(tmp_path, monkeypatch) -> None:
+    registry, loads, env = _first_run_registry(tmp_path, monkeypatch)
+    assert isinstance(registry, spec_cache.CachedRegistry)
+    assert loads == []  # no tool module imported, no schema built before the first request
+    assert registry.get("write_file") is not None and loads == ["files"]  # its group, at its call
+    built = build_registry(Settings(), env, interactive=False, vision=True)
+    assert [s.model_dump() for s in registry.specs()] == [s.model_dump() for s in built.specs()]
+    key = spec_cache.cache_key(Settings(), env, interactive=False, vision=True)
+    # kept under the run's own key, so the next run does not hash the sources again
+    assert spec_cache.load(tmp_path / "data" / "cache" / "tool-specs", key) is not None
+    assert spec_cache.load(tmp_path / "shared", key) is not None
+
+
+def test_a_source_that_differs_by_a_byte_builds_its_own_entry(tmp_path, monkeypatch) -> None:
+    import shutil
+
+    package = tmp_path / "package"
+    for name in spec_cache.SOURCE_DIRS:
+        shutil.copytree(
+            spec_cache.PACKAGE / name, package / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    edited = package / "tools" / "shell.py"
+    edited.write_bytes(edited.read_bytes() + b"\n")
+    monkeypatch.setattr(spec_cache, "PACKAGE", package)
+    registry, loads, _ = _first_run_registry(tmp_path, monkeypatch)
+    assert not isinstance(registry, spec_cache.CachedRegistry)
+    assert "shell" in loads and "files" in loads  # every group loaded to build the specs

@@ -3,9 +3,15 @@ modules are imported. A tool's group (its catalog module) loads when the model f
 its tools, while the model is still answering; groups nobody calls are never imported.
 
 The key covers everything that decides which tools are offered and what their schemas say: the
-Mermaid version, the size and mtime of every module that defines a tool or its settings, and the
+Mermaid and pydantic versions, the size and mtime of every module that defines a tool or its settings, and the
 settings and environment that switch tools on or off. A miss (or any error) just builds the
 registry the normal way and writes the cache for next time.
+
+The first run after an install has no cache yet. For the default tool sets, the package ships the
+entries (`SHIPPED`, written by `python -m mermaid_cli.run.shipped_specs`), keyed the same way but
+by the sources' content instead of their mtimes: a run that misses its cache and whose sources
+are byte for byte the ones the entries were built from takes them instead of importing every tool
+and building its schema (~30 ms; issue 23). `tests/test_spec_cache.py` fails when they are stale.
 """
 
 from __future__ import annotations
@@ -33,19 +39,40 @@ SOURCE_DIRS = ("tools", "integrations/web", "config/sections")
 SEARCH_KEYS = ("BRAVE_API_KEY", "TAVILY_API_KEY")
 #: beside the bytecode, shared by every data dir: a run with a fresh $HOME (CI) still finds it
 SHARED_DIR = PACKAGE / "tools" / "__pycache__" / "tool-specs"
+#: in the package: the entries for the default tool sets, by content key (see above)
+SHIPPED = PACKAGE / "tools" / "tool_specs.json"
 
 
-def cache_key(settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False) -> str:
-    from mermaid_cli import __version__
-
-    files = []
+def _sources(by_content: bool) -> list[tuple[str, int, int] | tuple[str, str]]:
+    """Every module the key covers, by its size and mtime, or by its content's digest."""
+    files: list[tuple[str, int, int] | tuple[str, str]] = []
     for name in SOURCE_DIRS:
         for path in sorted((PACKAGE / name).glob("*.py")):
-            st = path.stat()
-            files.append((f"{name}/{path.name}", st.st_mtime_ns, st.st_size))
+            if by_content:
+                files.append((f"{name}/{path.name}", hashlib.sha256(path.read_bytes()).hexdigest()))
+            else:
+                st = path.stat()
+                files.append((f"{name}/{path.name}", st.st_mtime_ns, st.st_size))
+    return files
+
+
+def cache_key(
+    settings: Settings,
+    env: Mapping[str, str],
+    *,
+    interactive: bool,
+    vision: bool = False,
+    by_content: bool = False,
+) -> str:
+    """The entry's key; `by_content`: the shipped entries' (sources by digest, not by mtime)."""
+    from pydantic.version import VERSION as PYDANTIC_VERSION
+
+    from mermaid_cli import __version__
+
     inputs = {
         "version": __version__,
-        "files": files,
+        "pydantic": PYDANTIC_VERSION,  # it writes the schemas
+        "files": _sources(by_content),
         "network": settings.safety.network,
         "memory": settings.memory.enabled,
         "interactive": interactive,
@@ -85,14 +112,30 @@ KEPT_SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {"agent": _agent_schema}
 
 def load(cache_dir: Path, key: str) -> Entry | None:
     try:
-        data = json.loads((cache_dir / f"{key}.json").read_text(encoding="utf-8"))
+        return _entry(json.loads((cache_dir / f"{key}.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def load_shipped(content_key: str) -> tuple[Entry, bytes] | None:
+    """The shipped entry for `content_key` (a `by_content` key), and its encoding for the cache."""
+    try:
+        data = json.loads(SHIPPED.read_text(encoding="utf-8"))[content_key]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    entry = _entry(data)
+    return (entry, json.dumps(data).encode("utf-8")) if entry is not None else None
+
+
+def _entry(data: Any) -> Entry | None:
+    try:
         specs = [ToolSpec.model_validate(s) for s in data["specs"]]
         group_of = {str(k): str(v) for k, v in dict(data["groups"]).items()}
         if any(s.name not in group_of for s in specs):
             return None  # every cached tool must say which group loads it
         schemas = {str(k): dict(v) for k, v in dict(data.get("schemas", {})).items()}
         return Entry(specs, dict(data["absent"]), group_of, schemas)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 
@@ -101,15 +144,23 @@ def save(
 ) -> None:
     """Write the entry for `registry` under `key` in `cache_dir` (and each of `more_dirs`: the
     entry is built once)."""
+    put(json.dumps(entry_data(registry, group_of)).encode("utf-8"), key, cache_dir, *more_dirs)
+
+
+def entry_data(registry: ToolRegistry, group_of: Mapping[str, str]) -> dict[str, Any]:
+    """What an entry holds, as JSON data."""
     specs = registry.specs()
-    data = {
+    return {
         "specs": [s.model_dump(mode="json") for s in specs],
         "absent": registry.absent,
         "groups": {s.name: group_of[s.name] for s in specs if s.name in group_of},
         "schemas": {name: build_schema() for name, build_schema in KEPT_SCHEMAS.items()},
     }
-    encoded = json.dumps(data).encode("utf-8")
-    for directory in (cache_dir, *more_dirs):
+
+
+def put(encoded: bytes, key: str, *dirs: Path) -> None:
+    """Write an encoded entry under `key` in each of `dirs`."""
+    for directory in dirs:
         _put(directory, key, encoded)
 
 
