@@ -52,15 +52,15 @@ OWN_DIR = ".mermaid"
 
 
 @functools.cache
-def _git_exe() -> str:
-    """git's full path, found once: a bare name makes every spawn try each PATH entry in turn
-    (an execve each, in the child the spawning thread waits for)."""
-    return shutil.which("git") or "git"
+def _exe(name: str) -> str:
+    """A program's full path, found once: a bare name makes every spawn try each PATH entry in
+    turn (an execve each, in the child the spawning thread waits for)."""
+    return shutil.which(name) or name
 
 
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
     return subprocess.run(
-        [_git_exe(), *SAFE_GIT, "-c", "core.quotepath=off", *args],
+        [_exe("git"), *SAFE_GIT, "-c", "core.quotepath=off", *args],
         cwd=root,
         env=env if env is not None else scrubbed_env(os.environ),  # see _GitIndex: no secrets
         capture_output=True,
@@ -180,7 +180,7 @@ class WorkspaceSnapshot:
     def take(cls, root: Path, exclude: frozenset[str] = frozenset()) -> WorkspaceSnapshot:
         snap = cls(root, exclude)
         start = time.perf_counter()
-        found = _git_index_path(root) if shutil.which(_git_exe()) else None
+        found = _git_index_path(root) if shutil.which(_exe("git")) else None
         if found is not None:
             snap.git_watch = _git_tree_watch(root)  # before the tree is written: nothing falls between
             try:
@@ -487,7 +487,7 @@ def _git_tree_watch(root: Path) -> TreeWatch | None:
     prune = [*"( -type d -printf".split(), "", *f"( -name .git -o -path ./{OWN_DIR} ) -prune )".split()]
     try:
         out = subprocess.run(
-            ["find", ".", *prune, "-o", "-type", "d", "-printf", r"%P\0"],
+            [_exe("find"), ".", *prune, "-o", "-type", "d", "-printf", r"%P\0"],
             cwd=root,
             env=scrubbed_env(os.environ),  # find's /proc/PID/environ is readable by the model's commands
             capture_output=True,
