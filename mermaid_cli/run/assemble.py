@@ -129,13 +129,8 @@ def cached_registry(
     if cached is None and (cached := spec_cache.load(spec_cache.SHARED_DIR, key)) is not None:
         spec_cache.adopt(spec_cache.SHARED_DIR, cache_dir, key)
     if cached is None:  # the first run after an install: the package's entry, if its sources are these
-        try:
-            content_key = spec_cache.cache_key(
-                settings, env, interactive=interactive, vision=vision, by_content=True
-            )
-        except OSError:
-            content_key = ""
-        if (shipped := spec_cache.load_shipped(content_key)) is not None:
+        shipped = spec_cache.load_shipped(settings, env, interactive=interactive, vision=vision)
+        if shipped is not None:
             cached, encoded = shipped
             spec_cache.put(encoded, key, cache_dir, spec_cache.SHARED_DIR)
     if cached is not None:

@@ -3,8 +3,8 @@ modules are imported. A tool's group (its catalog module) loads when the model f
 its tools, while the model is still answering; groups nobody calls are never imported.
 
 The key covers everything that decides which tools are offered and what their schemas say: the
-Mermaid and pydantic versions, the size and mtime of every module that defines a tool or its settings, and the
-settings and environment that switch tools on or off. A miss (or any error) just builds the
+Mermaid and pydantic versions, the size and mtime of every module that defines a tool or its
+settings, and the settings and environment that switch tools on or off. A miss (or any error) just builds the
 registry the normal way and writes the cache for next time.
 
 The first run after an install has no cache yet. For the default tool sets, the package ships the
@@ -117,9 +117,13 @@ def load(cache_dir: Path, key: str) -> Entry | None:
         return None
 
 
-def load_shipped(content_key: str) -> tuple[Entry, bytes] | None:
-    """The shipped entry for `content_key` (a `by_content` key), and its encoding for the cache."""
+def load_shipped(
+    settings: Settings, env: Mapping[str, str], *, interactive: bool, vision: bool = False
+) -> tuple[Entry, bytes] | None:
+    """The shipped entry for this tool set when the sources are the ones it was built from, and
+    its encoding for the cache."""
     try:
+        content_key = cache_key(settings, env, interactive=interactive, vision=vision, by_content=True)
         data = json.loads(SHIPPED.read_text(encoding="utf-8"))[content_key]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -161,7 +165,7 @@ def entry_data(registry: ToolRegistry, group_of: Mapping[str, str]) -> dict[str,
 def put(encoded: bytes, key: str, *dirs: Path) -> None:
     """Write an encoded entry under `key` in each of `dirs`."""
     for directory in dirs:
-        _put(directory, key, encoded)
+        write_whole(directory / f"{key}.json", encoded)
 
 
 def adopt(source: Path, cache_dir: Path, key: str) -> None:
@@ -170,11 +174,7 @@ def adopt(source: Path, cache_dir: Path, key: str) -> None:
         data = (source / f"{key}.json").read_bytes()
     except OSError:
         return
-    _put(cache_dir, key, data)
-
-
-def _put(cache_dir: Path, key: str, data: bytes) -> None:
-    write_whole(cache_dir / f"{key}.json", data)
+    put(data, key, cache_dir)
 
 
 def build(groups: ToolGroups, tool_filter: object) -> tuple[ToolRegistry, dict[str, str]]:
