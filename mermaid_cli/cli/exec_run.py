@@ -134,6 +134,9 @@ def exit_process(code: int) -> None:
         except (ValueError, OSError):
             pass
         generated_code.save()
+        from mermaid_cli.cli import kept_modules
+
+        kept_modules.save()
         from mermaid_cli.providers import early
 
         early.finish()

@@ -1,0 +1,311 @@
+"""The code of the modules a Mermaid process imports, kept in one file per install and
+interpreter, so that a later process loads each module's code with one read instead of the
+import system's search and its `.pyc` file (issue 23).
+
+Finding and loading a module from source costs the import system about 20 system calls (the
+directory cache checks, a `stat` of the source, then open, `fstat`, `ioctl`, `lseek`, reads and
+close of the `.pyc`) and its Python-level bookkeeping; a 3-turn run imports ~300 such modules.
+Here one file holds their code objects (marshalled, as in a `.pyc`) and an index; a module in the
+index is served with one `stat` of its source and one `pread`.
+
+What runs is exactly what the import system would run:
+
+- the file is keyed by the interpreter (version, bytecode magic, optimisation level, executable,
+  prefix) and the whole `sys.path`, and it is only used when every directory the import system
+  would have searched for its modules (each `sys.path` entry, each package's `__path__`) has the
+  modification time it had when the code was kept: a file added or removed anywhere on the way
+  (a module that would now shadow a kept one) makes the whole file unused, and then rewritten;
+- a module is served only while its source has the size and nanosecond modification time it had
+  (stricter than a `.pyc`, which keeps whole seconds), and only where the import system would look
+  for it (within its parent's `__path__`); anything else goes the usual way;
+- the finder sits just before the path finder, so built-in, frozen and any finder placed before
+  it keep their precedence, and only modules the path finder found and the plain source loader
+  loaded (from a timestamp-checked `.pyc`) are kept; the loader is that source loader, so
+  `__file__`, `__cached__`, `get_source` and resources behave as they do without this.
+
+Only `cli/entry.py` (the console script) installs it. Code is kept at exit, from the `.pyc` files
+the import system validated, when a process imported modules the file did not have; nothing is
+written when Python is told not to write bytecode (`PYTHONDONTWRITEBYTECODE`). The trust is a
+`.pyc`'s: the file lives beside the package's own bytecode.
+"""
+
+from __future__ import annotations
+
+import _imp
+import marshal
+import os
+import sys
+from importlib._bootstrap_external import (  # (frozen: always loaded)
+    MAGIC_NUMBER,
+    PathFinder,
+    SourceFileLoader,
+    cache_from_source,
+    spec_from_file_location,
+)
+from types import CodeType, ModuleType
+
+TYPE_CHECKING = False  # not typing's: this loads before anything else (cli/entry.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+DIRECTORY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__")
+#: past this many modules the file starts again from what the process that writes it imported
+MAX_MODULES = 3000
+_LENGTH = 8  # bytes of the index's length, after the magic number
+
+#: (origin, is a package, source mtime_ns, source size, offset of its code after the index, length)
+Entry = tuple[str, bool, int, int, int, int]
+
+
+class KeptLoader(SourceFileLoader):
+    """The source loader, whose `get_code` takes the kept code (falling back to its own)."""
+
+    def __init__(self, fullname: str, path: str, kept: Kept, offset: int, length: int) -> None:
+        super().__init__(fullname, path)
+        self._kept = kept
+        self._at = (offset, length)
+
+    def get_code(self, fullname: str) -> CodeType:
+        if fullname == self.name:
+            code = self._kept.code(*self._at)
+            if code is not None:
+                _imp._fix_co_filename(code, self.path)  # type: ignore[attr-defined]  # as the source loader does
+                return code
+        code = super().get_code(fullname)
+        assert isinstance(code, CodeType)
+        return code
+
+
+class Kept:
+    """The kept file of this interpreter and `sys.path`: its index, and a meta path finder that
+    serves the modules in it while it is valid."""
+
+    def __init__(self, path: str, key: tuple[Any, ...], preloaded: set[str]) -> None:
+        self.path = path
+        self.key = key
+        self.preloaded = preloaded  # imported before this was installed: never kept
+        self.fd = -1
+        self.body = 0  # where the code starts in the file: index offsets count from here
+        self.modules: dict[str, Entry] = {}
+        self.dirs: dict[str, int | None] = {}
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def open(self) -> bool:
+        """Read the index; True when it is this interpreter's and every directory is unchanged."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            head = os.pread(fd, len(MAGIC_NUMBER) + _LENGTH, 0)
+            if len(head) != len(MAGIC_NUMBER) + _LENGTH or not head.startswith(MAGIC_NUMBER):
+                raise ValueError("not a kept-modules file")
+            length = int.from_bytes(head[len(MAGIC_NUMBER) :], "little")
+            if len(head) + length > os.fstat(fd).st_size:
+                raise ValueError("cut short")
+            key, dirs, modules = marshal.loads(os.pread(fd, length, len(head)))
+            if key != self.key or not isinstance(dirs, dict) or not isinstance(modules, dict):
+                raise ValueError("another interpreter's")
+        except (OSError, ValueError, EOFError, TypeError, OverflowError):
+            os.close(fd)
+            return False
+        if any(_mtime(directory) != mtime for directory, mtime in dirs.items()):
+            os.close(fd)  # a file came or went where modules are searched: nothing is served
+            return False
+        self.fd, self.dirs, self.modules = fd, dirs, modules
+        self.body = len(head) + length
+        return True
+
+    def code(self, offset: int, length: int) -> CodeType | None:
+        try:
+            data = os.pread(self.fd, length, self.body + offset)
+            code = marshal.loads(data) if len(data) == length else None
+        except (OSError, ValueError, EOFError, TypeError):
+            return None
+        return code if isinstance(code, CodeType) else None
+
+    # -- the finder ---------------------------------------------------------------------------
+
+    def find_spec(self, name: str, path: Any = None, target: ModuleType | None = None) -> Any:
+        entry = self.modules.get(name)
+        if entry is None:
+            return None
+        origin, is_package, mtime, size, offset, length = entry
+        if path is not None and _searched_in(origin, is_package) not in path:
+            return None  # its parent's __path__ is not what it was
+        try:
+            st = os.stat(origin)
+        except OSError:
+            return None
+        if st.st_mtime_ns != mtime or st.st_size != size:
+            return None
+        return spec_from_file_location(
+            name,
+            origin,
+            loader=KeptLoader(name, origin, self, offset, length),
+            submodule_search_locations=[os.path.dirname(origin)] if is_package else None,
+        )
+
+    def invalidate_caches(self) -> None:
+        pass
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Keep the code of the modules this process imported the usual way, with what is kept."""
+        added = _newly_imported(self.preloaded)
+        if not added:
+            return
+        changed = any(_mtime(directory) != mtime for directory, mtime in self.dirs.items())
+        # what was kept stays, unless something changed during the run: then only what this
+        # process saw is kept
+        old = {} if changed else {n: e for n, e in self.modules.items() if n not in added}
+        if len(old) + len(added) > MAX_MODULES:
+            old = {name: entry for name, entry in old.items() if name in sys.modules}
+        dirs = set(sys.path) | (set() if changed else set(self.dirs))
+        for name in added:
+            dirs |= _searched(name)
+        body: list[bytes] = []
+        index: dict[str, Entry] = {}
+        at = 0
+        for name, (origin, is_package, mtime, size, offset, length) in old.items():
+            data = os.pread(self.fd, length, self.body + offset)
+            if len(data) != length:
+                continue
+            index[name] = (origin, is_package, mtime, size, at, length)
+            body.append(data)
+            at += length
+        for name, (origin, is_package, mtime, size, data) in added.items():
+            index[name] = (origin, is_package, mtime, size, at, len(data))
+            body.append(data)
+            at += len(data)
+        marks = {directory: _mtime(directory) for directory in sorted(dirs)}
+        head = marshal.dumps((self.key, marks, index))
+        from pathlib import Path
+
+        from mermaid_cli.core.cache_files import write_whole
+
+        write_whole(
+            Path(self.path), b"".join([MAGIC_NUMBER, len(head).to_bytes(_LENGTH, "little"), head, *body])
+        )
+
+
+def _newly_imported(preloaded: set[str]) -> dict[str, tuple[str, bool, int, int, bytes]]:
+    """The modules the plain source loader loaded in this process, with their validated `.pyc`'s
+    code: {name: (origin, is a package, mtime_ns, size, marshalled code)}."""
+    out: dict[str, tuple[str, bool, int, int, bytes]] = {}
+    for name, module in list(sys.modules.items()):
+        if name in preloaded:
+            continue
+        spec = getattr(module, "__spec__", None)
+        if spec is None or type(spec.loader) is not SourceFileLoader or spec.name != name:
+            continue
+        origin = spec.origin
+        if not isinstance(origin, str) or not origin.endswith(".py") or not os.path.isabs(origin):
+            continue
+        kept = _validated_pyc(origin)
+        if kept is not None:
+            out[name] = (origin, spec.submodule_search_locations is not None, *kept)
+    return out
+
+
+def _validated_pyc(origin: str) -> tuple[int, int, bytes] | None:
+    """(mtime_ns, size, code) of `origin` from its `.pyc`, when the import system would take that
+    `.pyc` (timestamp-checked, this magic, the source's seconds and size); else None."""
+    try:
+        st = os.stat(origin)
+        with open(cache_from_source(origin), "rb") as f:
+            data = f.read()
+    except (OSError, ValueError, NotImplementedError):
+        return None
+    if (
+        len(data) < 16
+        or data[:4] != MAGIC_NUMBER
+        or int.from_bytes(data[4:8], "little") != 0  # a hash-checked .pyc: left to the import system
+        or int.from_bytes(data[8:12], "little") != int(st.st_mtime) & 0xFFFFFFFF
+        or int.from_bytes(data[12:16], "little") != st.st_size & 0xFFFFFFFF
+    ):
+        return None
+    return st.st_mtime_ns, st.st_size, data[16:]
+
+
+def _searched_in(origin: str, is_package: bool) -> str:
+    """The directory the import system finds `origin` in (a package's: above its own)."""
+    directory = os.path.dirname(origin)
+    return os.path.dirname(directory) if is_package else directory
+
+
+def _searched(name: str) -> set[str]:
+    """Every directory the import system searches for `name`."""
+    parent = name.rpartition(".")[0]
+    if not parent:
+        return set(sys.path)
+    return {str(entry) for entry in getattr(sys.modules.get(parent), "__path__", ())}
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _key() -> tuple[Any, ...] | None:
+    """What the kept code depends on besides the sources; None when `sys.path` depends on the
+    working directory (a relative entry)."""
+    if not all(isinstance(entry, str) and os.path.isabs(entry) for entry in sys.path):
+        return None
+    before_path_finder = []
+    for finder in sys.meta_path:
+        if finder is PathFinder:
+            break
+        before_path_finder.append(f"{type(finder).__module__}.{type(finder).__qualname__}")
+    else:
+        return None
+    return (
+        MAGIC_NUMBER,
+        sys.version,
+        sys.implementation.cache_tag,
+        sys.flags.optimize,
+        sys.executable,
+        sys.prefix,
+        tuple(sys.path),
+        tuple(before_path_finder),
+    )
+
+
+_installed: Kept | None = None
+
+
+def install(directory: str = DIRECTORY) -> Kept | None:
+    """Serve kept modules from now on (where the kept file is valid) and keep new ones at exit."""
+    global _installed
+    if _installed is not None:
+        return _installed
+    key = _key()
+    if key is None or sys.implementation.cache_tag is None:
+        return None
+    import zlib
+
+    digest = format(zlib.crc32(repr(key).encode("utf-8", "backslashreplace")), "08x")
+    path = os.path.join(directory, f"kept-modules.{sys.implementation.cache_tag}.{digest}.marshal")
+    kept = _installed = Kept(path, key, set(sys.modules))
+    if kept.open():
+        sys.meta_path.insert(sys.meta_path.index(PathFinder), kept)
+    import atexit
+
+    atexit.register(save)  # `mermaid exec` ends in os._exit and calls save() itself
+    return kept
+
+
+def save() -> None:
+    """Keep the code of what this process imported the usual way (once, at exit)."""
+    global _installed
+    kept, _installed = _installed, None
+    if kept is None or sys.dont_write_bytecode:
+        return
+    try:
+        kept.save()
+    except (OSError, ValueError, TypeError):
+        pass  # a cache: never a reason to fail the exit

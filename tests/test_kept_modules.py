@@ -1,0 +1,148 @@
+"""The kept module code (`cli.kept_modules`): a later process runs exactly what importing from
+source would run, and a change anywhere the import system looks wins over what is kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# a process that imports `mod` (and `pkg.sub`) with the kept modules of KEPT installed, and says
+# which loader loaded them and what they hold
+PROBE = """
+import json, sys
+sys.path[1:1] = {lib_dirs!r}
+from mermaid_cli.cli import kept_modules
+kept_modules.install({kept!r})
+import inspect, mod, pkg.sub
+out = {{
+    name: {{
+        "loader": type(m.__spec__.loader).__name__,
+        "value": m.VALUE,
+        "file": m.__file__,
+        "cached": m.__cached__,
+        "source": inspect.getsource(m),
+        "package": m.__spec__.submodule_search_locations,
+    }}
+    for name, m in (("mod", mod), ("pkg", sys.modules["pkg"]), ("pkg.sub", pkg.sub))
+}}
+print(json.dumps(out))
+kept_modules.save()
+"""
+
+
+def _write(path: Path, text: str, mtime_s: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if mtime_s is not None:
+        os.utime(path, ns=(mtime_s * 10**9, mtime_s * 10**9))
+
+
+def _library(root: Path) -> Path:
+    lib = root / "lib"
+    (root / "kept").mkdir()  # (made by the first save, it would change the directory probe.py is in)
+    (root / "probe.py").touch()
+    _write(lib / "mod.py", "VALUE = 'one'\n", 1_700_000_000)
+    _write(lib / "pkg" / "__init__.py", "VALUE = 'package'\n", 1_700_000_000)
+    _write(lib / "pkg" / "sub.py", "VALUE = 'sub'\n", 1_700_000_000)
+    return lib
+
+
+def _probe(root: Path, lib_dirs: list[Path], **env: str) -> dict[str, dict[str, object]]:
+    script = root / "probe.py"  # (a script's own directory is an absolute `sys.path` entry)
+    script.write_text(PROBE.format(lib_dirs=[str(d) for d in lib_dirs], kept=str(root / "kept")))
+    full = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    full.update(env)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=full, timeout=60, cwd=root
+    )
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, dict[str, object]] = json.loads(proc.stdout)
+    return result
+
+
+def _kept_files(root: Path) -> list[Path]:
+    return sorted((root / "kept").glob("kept-modules.*.marshal"))
+
+
+def test_a_second_process_runs_the_kept_code_with_the_same_module_attributes(tmp_path: Path) -> None:
+    lib = _library(tmp_path)
+    first = _probe(tmp_path, [lib])
+    assert {m["loader"] for m in first.values()} == {"SourceFileLoader"}
+    assert len(_kept_files(tmp_path)) == 1
+
+    second = _probe(tmp_path, [lib])
+    assert {m["loader"] for m in second.values()} == {"KeptLoader"}
+    for name in first:  # what a module sees of itself is what the source loader gave it
+        assert {k: v for k, v in second[name].items() if k != "loader"} == {
+            k: v for k, v in first[name].items() if k != "loader"
+        }
+    assert second["pkg"]["package"] == [str(lib / "pkg")]
+    assert second["pkg.sub"]["value"] == "sub"
+
+
+def test_an_edited_source_is_imported_from_source_then_kept_again(tmp_path: Path) -> None:
+    lib = _library(tmp_path)
+    _probe(tmp_path, [lib])
+    # the same size and a new modification time: only the time tells them apart
+    _write(lib / "mod.py", "VALUE = 'two'\n", 1_700_000_100)
+    edited = _probe(tmp_path, [lib])
+    assert edited["mod"] == {**edited["mod"], "loader": "SourceFileLoader", "value": "two"}
+    assert edited["pkg.sub"]["loader"] == "KeptLoader"  # the others are still kept
+
+    again = _probe(tmp_path, [lib])
+    assert again["mod"]["loader"] == "KeptLoader" and again["mod"]["value"] == "two"
+
+
+def test_a_module_that_now_shadows_a_kept_one_is_the_one_imported(tmp_path: Path) -> None:
+    first_dir, lib = tmp_path / "first", _library(tmp_path)
+    first_dir.mkdir()
+    assert _probe(tmp_path, [first_dir, lib])["mod"]["value"] == "one"
+    assert _probe(tmp_path, [first_dir, lib])["mod"]["loader"] == "KeptLoader"
+
+    # earlier on sys.path than the kept module's directory: the import system finds this one
+    _write(first_dir / "mod.py", "VALUE = 'shadow'\n")
+    shadowed = _probe(tmp_path, [first_dir, lib])
+    assert shadowed["mod"]["value"] == "shadow"
+    assert shadowed["mod"]["file"] == str(first_dir / "mod.py")
+    # and a module added to a package's directory is seen the same way
+    _write(lib / "pkg" / "sub" / "__init__.py", "VALUE = 'sub package'\n")
+    assert _probe(tmp_path, [first_dir, lib])["pkg.sub"]["value"] == "sub package"
+
+
+def test_a_removed_source_is_not_imported_from_what_was_kept(tmp_path: Path) -> None:
+    lib = _library(tmp_path)
+    _probe(tmp_path, [lib])
+    (lib / "pkg" / "sub.py").unlink()
+    script = tmp_path / "gone.py"
+    script.write_text(
+        f"import sys\nsys.path[1:1] = [{str(lib)!r}]\n"
+        "from mermaid_cli.cli import kept_modules\n"
+        f"kept_modules.install({str(tmp_path / 'kept')!r})\n"
+        "try:\n    import pkg.sub\nexcept ModuleNotFoundError:\n    print('not found')\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "not found", proc.stderr
+
+
+def test_a_damaged_file_is_ignored_and_written_again(tmp_path: Path) -> None:
+    lib = _library(tmp_path)
+    _probe(tmp_path, [lib])
+    (kept,) = _kept_files(tmp_path)
+    for damage in (b"", b"garbage", kept.read_bytes()[:4] + b"\xff" * 64):
+        kept.write_bytes(damage)
+        assert {m["loader"] for m in _probe(tmp_path, [lib]).values()} == {"SourceFileLoader"}
+        assert {m["loader"] for m in _probe(tmp_path, [lib]).values()} == {"KeptLoader"}
+
+
+def test_each_sys_path_has_its_own_file_and_nothing_is_written_without_bytecode(tmp_path: Path) -> None:
+    lib, other = _library(tmp_path), tmp_path / "other"
+    other.mkdir()
+    _probe(tmp_path, [lib], PYTHONDONTWRITEBYTECODE="1")
+    assert _kept_files(tmp_path) == []
+    _probe(tmp_path, [lib])
+    _probe(tmp_path, [other, lib])
+    assert len(_kept_files(tmp_path)) == 2
+    assert _probe(tmp_path, [lib])["mod"]["loader"] == "KeptLoader"
