@@ -32,6 +32,7 @@ written when Python is told not to write bytecode (`PYTHONDONTWRITEBYTECODE`). T
 from __future__ import annotations
 
 import _imp
+import importlib._bootstrap_external as _bootstrap_external
 import marshal
 import os
 import sys
@@ -43,6 +44,10 @@ from importlib._bootstrap_external import (  # (frozen: always loaded)
     spec_from_file_location,
 )
 from types import CodeType, ModuleType
+
+#: the import system's own `.pyc` checks (private, stable since Python 3.7; absent: nothing kept)
+_classify_pyc = getattr(_bootstrap_external, "_classify_pyc", None)
+_validate_timestamp_pyc = getattr(_bootstrap_external, "_validate_timestamp_pyc", None)
 
 TYPE_CHECKING = False  # not typing's: this loads before anything else (cli/entry.py)
 if TYPE_CHECKING:
@@ -110,7 +115,7 @@ class Kept:
         except (OSError, ValueError, EOFError, TypeError, OverflowError):
             os.close(fd)
             return False
-        if any(_mtime(directory) != mtime for directory, mtime in dirs.items()):
+        if not _unchanged(dirs):
             os.close(fd)  # a file came or went where modules are searched: nothing is served
             return False
         self.fd, self.dirs, self.modules = fd, dirs, modules
@@ -157,7 +162,7 @@ class Kept:
         added = _newly_imported(self.preloaded)
         if not added:
             return
-        changed = any(_mtime(directory) != mtime for directory, mtime in self.dirs.items())
+        changed = not _unchanged(self.dirs)
         # what was kept stays, unless something changed during the run: then only what this
         # process saw is kept
         old = {} if changed else {n: e for n, e in self.modules.items() if n not in added}
@@ -212,20 +217,19 @@ def _newly_imported(preloaded: set[str]) -> dict[str, tuple[str, bool, int, int,
 
 def _validated_pyc(origin: str) -> tuple[int, int, bytes] | None:
     """(mtime_ns, size, code) of `origin` from its `.pyc`, when the import system would take that
-    `.pyc` (timestamp-checked, this magic, the source's seconds and size); else None."""
+    `.pyc` (its own checks: this magic, timestamp-checked, the source's seconds and size); else
+    None, as for a hash-checked `.pyc` (left to the import system)."""
+    if _classify_pyc is None or _validate_timestamp_pyc is None:
+        return None  # another Python's internals: keep nothing
     try:
         st = os.stat(origin)
         with open(cache_from_source(origin), "rb") as f:
             data = f.read()
-    except (OSError, ValueError, NotImplementedError):
-        return None
-    if (
-        len(data) < 16
-        or data[:4] != MAGIC_NUMBER
-        or int.from_bytes(data[4:8], "little") != 0  # a hash-checked .pyc: left to the import system
-        or int.from_bytes(data[8:12], "little") != int(st.st_mtime) & 0xFFFFFFFF
-        or int.from_bytes(data[12:16], "little") != st.st_size & 0xFFFFFFFF
-    ):
+        details = {"name": origin, "path": origin}
+        if _classify_pyc(data, origin, details) != 0:
+            return None
+        _validate_timestamp_pyc(data, int(st.st_mtime), st.st_size, origin, details)
+    except (OSError, ValueError, TypeError, NotImplementedError, ImportError, EOFError):
         return None
     return st.st_mtime_ns, st.st_size, data[16:]
 
@@ -242,6 +246,11 @@ def _searched(name: str) -> set[str]:
     if not parent:
         return set(sys.path)
     return {str(entry) for entry in getattr(sys.modules.get(parent), "__path__", ())}
+
+
+def _unchanged(dirs: dict[str, int | None]) -> bool:
+    """Every directory still has the modification time it had (None: absent) when recorded."""
+    return all(_mtime(directory) == mtime for directory, mtime in dirs.items())
 
 
 def _mtime(path: str) -> int | None:
