@@ -480,9 +480,10 @@ def test_git_with_the_kernels_reports_asks_git_about_what_changed_only(tmp_path:
     (root / "a/c.txt").write_text("changed\n")
     (root / "new/deep").mkdir(parents=True)
     (root / "new/deep/f.txt").write_text("f\n")
-    snap.changed()
-    assert snap._reported_paths() == ["a/c.txt", "new"]
+    snap.changed()  # may compare on the worker thread: changed_files() waits for it before the
+    # test reads the kernel's reports itself (the worker drains them under the snapshot's lock)
     assert sorted(snap.changed_files()) == ["a/c.txt", "new/deep/f.txt"]
+    assert snap._reported_paths() == ["a/c.txt", "new"]
     (root / ".gitignore").write_text("")  # reveals ignored.txt, which nobody touched
     assert snap._reported_paths() is None  # so git looks at the whole tree, as without the watch
     snap.changed()
