@@ -137,6 +137,27 @@ def test_a_damaged_file_is_ignored_and_written_again(tmp_path: Path) -> None:
         assert {m["loader"] for m in _probe(tmp_path, [lib]).values()} == {"KeptLoader"}
 
 
+def test_a_damaged_entry_is_imported_the_usual_way(tmp_path: Path) -> None:
+    import marshal
+
+    lib = _library(tmp_path)
+    _probe(tmp_path, [lib])
+    (kept,) = _kept_files(tmp_path)
+    data = kept.read_bytes()  # the magic number, the index's length, the index, the code
+    length = int.from_bytes(data[4:12], "little")
+    key, dirs, modules = marshal.loads(data[12 : 12 + length])
+    body = data[12 + length :]
+    origin, is_package, mtime, size, _offset, _length = modules["pkg.sub"]
+    modules["mod"] = ("junk",)  # not an entry
+    modules["pkg.sub"] = (origin, is_package, mtime, size, len(body), 99)  # code past the end
+    index = marshal.dumps((key, dirs, modules))
+    kept.write_bytes(data[:4] + len(index).to_bytes(8, "little") + index + body)
+    damaged = _probe(tmp_path, [lib])
+    assert damaged["mod"]["loader"] == "SourceFileLoader" and damaged["mod"]["value"] == "one"
+    assert damaged["pkg.sub"]["value"] == "sub"  # its loader fell back to the source
+    assert damaged["pkg"]["loader"] == "KeptLoader"
+
+
 def test_each_sys_path_has_its_own_file_and_nothing_is_written_without_bytecode(tmp_path: Path) -> None:
     lib, other = _library(tmp_path), tmp_path / "other"
     other.mkdir()

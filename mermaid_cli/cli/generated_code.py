@@ -182,7 +182,7 @@ def _load(path: Path) -> dict[Key, bytes]:
         data = path.read_bytes()
         if not data.startswith(MAGIC_NUMBER):
             return {}
-        kept = marshal.loads(data[len(MAGIC_NUMBER) :])
+        kept = marshal.loads(memoryview(data)[len(MAGIC_NUMBER) :])  # (a slice would copy the file)
     except (OSError, ValueError, EOFError, TypeError):
         return {}
     return kept if isinstance(kept, dict) else {}

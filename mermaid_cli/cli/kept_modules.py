@@ -51,7 +51,7 @@ _validate_timestamp_pyc = getattr(_bootstrap_external, "_validate_timestamp_pyc"
 
 TYPE_CHECKING = False  # not typing's: this loads before anything else (cli/entry.py)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeGuard
 
 DIRECTORY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__")
 #: past this many modules the file starts again from what the process that writes it imported
@@ -134,8 +134,8 @@ class Kept:
 
     def find_spec(self, name: str, path: Any = None, target: ModuleType | None = None) -> Any:
         entry = self.modules.get(name)
-        if entry is None:
-            return None
+        if not _entry(entry):
+            return None  # (not in the file, or not an entry `save` would write: the usual way)
         origin, is_package, mtime, size, offset, length = entry
         if path is not None and _searched_in(origin, is_package) not in path:
             return None  # its parent's __path__ is not what it was
@@ -165,7 +165,7 @@ class Kept:
         changed = not _unchanged(self.dirs)
         # what was kept stays, unless something changed during the run: then only what this
         # process saw is kept
-        old = {} if changed else {n: e for n, e in self.modules.items() if n not in added}
+        old = {} if changed else {n: e for n, e in self.modules.items() if n not in added and _entry(e)}
         if len(old) + len(added) > MAX_MODULES:
             old = {name: entry for name, entry in old.items() if name in sys.modules}
         dirs = set(sys.path) | (set() if changed else set(self.dirs))
@@ -194,6 +194,16 @@ class Kept:
         write_whole(
             Path(self.path), b"".join([MAGIC_NUMBER, len(head).to_bytes(_LENGTH, "little"), head, *body])
         )
+
+
+def _entry(entry: object) -> TypeGuard[Entry]:
+    """An index entry has the shape `save` writes."""
+    return (
+        isinstance(entry, tuple)
+        and len(entry) == 6
+        and isinstance(entry[0], str)
+        and all(isinstance(n, int) for n in entry[1:])
+    )
 
 
 def _newly_imported(preloaded: set[str]) -> dict[str, tuple[str, bool, int, int, bytes]]:
