@@ -129,8 +129,11 @@ PATTERNS: list[tuple[str | bytes, int]] = [
     (r"(?P<word>\w+)\s*(?:=|:)\s*(\d{2,}|[a-f]+)$", re.IGNORECASE),
     (r"([A-Za-z_:.][\w:.]*)\(\)\{\1\|\1&?\}?;?\1?", 0),  # a backreference
     (r"(?<=@)\w+(?!\.)", re.MULTILINE | re.DOTALL),
-    (r"""(?x) \d+  # digits
-         [.,]? \d*""", 0),
+    (
+        r"""(?x) \d+  # digits
+         [.,]? \d*""",
+        0,
+    ),
     (r"straße|ǅ", re.IGNORECASE | re.UNICODE),
     (rb"\x00[\x80-\xff]+", 0),
     (rb"(?i)ab(?P<n>c)", 0),
@@ -170,3 +173,54 @@ def test_a_spoiled_regex_entry_or_a_debug_compile_is_compiled_by_re(tmp_path: Pa
     assert spoiled.compile_regex(r"a(b)c", 0).match("abc").group(1) == "b" and spoiled.added == 1
     debug = spoiled.compile_regex(r"z", re.DEBUG)
     assert debug.match("z") and "LITERAL" in capsys.readouterr().out and spoiled.added == 1
+
+
+def _ship(path: Path, entries: dict[tuple[str, str], bytes]) -> None:
+    import importlib.util
+    import zlib
+
+    path.write_bytes(zlib.compress(importlib.util.MAGIC_NUMBER + marshal.dumps(entries)))
+
+
+def test_a_first_run_takes_the_shipped_code_and_keeps_what_it_used(tmp_path: Path, monkeypatch) -> None:
+    built = GeneratedCode(tmp_path / "built.marshal")
+    _with(built, monkeypatch)
+    unused = ("eval", "unused + 1")
+    _ship(tmp_path / "shipped.zlib", {**built.kept, unused: marshal.dumps(compile("0", "<string>", "eval"))})
+
+    local = tmp_path / "local.marshal"
+    first = GeneratedCode(local, tmp_path / "shipped.zlib")
+    Point, Pair = _with(first, monkeypatch)
+    assert first.added == 0 and first.from_shipped  # nothing compiled: all of it was shipped
+    assert Point(1, 2) == Point(1, 2) and Pair(1, 2).right == 2
+    first.save()
+    second = GeneratedCode(local, tmp_path / "shipped.zlib")
+    assert set(second.kept) == set(built.kept)  # its own file, with what the first run used only
+    _with(second, monkeypatch)
+    assert second.added == 0 and not second.from_shipped
+
+
+@pytest.mark.parametrize("content", [b"", b"junk", b"x\x9c" + b"\x00" * 8], ids=["empty", "junk", "bad-zlib"])
+def test_a_bad_shipped_file_is_a_miss(tmp_path: Path, monkeypatch, content: bytes) -> None:
+    (tmp_path / "shipped.zlib").write_bytes(content)
+    code = GeneratedCode(tmp_path / "local.marshal", tmp_path / "shipped.zlib")
+    Point, _ = _with(code, monkeypatch)
+    assert Point(3).x == 3 and code.added > 0 and not code.from_shipped
+
+
+def test_the_shipped_code_holds_what_importing_the_package_compiles() -> None:
+    """`python -m mermaid_cli.cli.shipped` writes it; a new or changed dataclass, named tuple,
+    string annotation or pattern of the package fails this until it is run again."""
+    from pydantic.version import VERSION
+
+    from mermaid_cli.cli import shipped
+    from mermaid_cli.cli.generated_code import SHIPPED, _load
+
+    if not SHIPPED.exists():
+        pytest.skip(f"no generated code is shipped for {sys.implementation.cache_tag}")
+    if shipped.built_with(SHIPPED) != f"pydantic {VERSION}":
+        pytest.skip(f"shipped with {shipped.built_with(SHIPPED)}, this is pydantic {VERSION}")
+    missing = set(shipped.collect_generated_code()) - set(_load(SHIPPED, compressed=True))
+    assert not missing, (
+        f"{SHIPPED.name} is stale: run `python -m mermaid_cli.cli.shipped` ({len(missing)} missing)"
+    )

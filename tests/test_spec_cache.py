@@ -216,7 +216,7 @@ def test_the_shipped_entries_are_what_these_sources_build() -> None:
     if built_with["pydantic"] != VERSION:  # every key holds the version: they are simply not used
         pytest.skip(f"shipped with pydantic {built_with['pydantic']}, this is {VERSION}")
     assert spec_cache.SHIPPED.read_bytes() == shipped_specs.render(), (
-        "tools/tool_specs.json is stale: run `python -m mermaid_cli.run.shipped_specs`"
+        "tools/tool_specs.json is stale: run `python -m mermaid_cli.cli.shipped`"
     )
 
 

@@ -2,16 +2,14 @@
 the default tool sets, built the normal way, keyed by their sources' content. The first run after
 an install takes its entry from there instead of importing every tool to build its schema.
 
-    python -m mermaid_cli.run.shipped_specs          # rewrite tools/tool_specs.json
-
-`tests/test_spec_cache.py` fails until the file matches the sources: run this after changing a
+`python -m mermaid_cli.cli.shipped` rewrites it (with the other things the package ships);
+`tests/test_spec_cache.py` fails until the file matches the sources: run that after changing a
 tool, its schema or its settings.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 
 from pydantic.version import VERSION as PYDANTIC_VERSION
 
@@ -42,12 +40,3 @@ def render() -> bytes:
     built_with = f"{json.dumps(BUILT_WITH)}: {json.dumps({'pydantic': PYDANTIC_VERSION})}"
     return ("{\n" + ",\n".join([built_with, *sorted(lines)]) + "\n}\n").encode("utf-8")
 
-
-def main() -> int:
-    spec_cache.SHIPPED.write_bytes(render())
-    print(f"wrote {spec_cache.SHIPPED}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

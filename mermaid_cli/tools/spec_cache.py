@@ -8,7 +8,7 @@ settings, and the settings and environment that switch tools on or off. A miss (
 registry the normal way and writes the cache for next time.
 
 The first run after an install has no cache yet. For the default tool sets, the package ships the
-entries (`SHIPPED`, written by `python -m mermaid_cli.run.shipped_specs`), keyed the same way but
+entries (`SHIPPED`, written by `python -m mermaid_cli.cli.shipped`), keyed the same way but
 by the sources' content instead of their mtimes: a run that misses its cache and whose sources
 are byte for byte the ones the entries were built from takes them instead of importing every tool
 and building its schema (~30 ms; issue 23). `tests/test_spec_cache.py` fails when they are stale.
