@@ -66,12 +66,18 @@ def render_generated_code() -> bytes:
 
     from pydantic.version import VERSION
 
-    entries = {(BUILT_WITH, f"pydantic {VERSION}"): b"", **collect_generated_code()}
+    entries = {(BUILT_WITH, built_by(VERSION)): b"", **collect_generated_code()}
     return zlib.compress(MAGIC_NUMBER + marshal.dumps(entries), 9)
 
 
+def built_by(pydantic_version: str) -> str:
+    """What a shipped generated code file records of what built it: the code of pydantic's and
+    the standard library's own dataclasses and named tuples is in it too."""
+    return f"pydantic {pydantic_version}, python {sys.version.split()[0]}"
+
+
 def built_with(path: Path) -> str | None:
-    """What built a shipped generated code file ("pydantic X.Y.Z"), None when there is none."""
+    """What built a shipped generated code file (`built_by`), None when there is none."""
     from mermaid_cli.cli.generated_code import _load
 
     for kind, text in _load(path, compressed=True):
