@@ -7,7 +7,8 @@ the exit, and peak RSS, each beside its target (issue 23). Prints numbers; asser
 - the 3-turn task of bench_providers.py (shell `ls`, write a file, answer) through `mermaid exec
   --json` against fixtures/fake_provider.py: first request after start, warm (a data dir that
   has run before) and cold (a fresh data dir and no tool-spec, generated-code, kept-module or early-request cache
-  beside the bytecode: the first run after an install), and warm with the early first request
+  beside the bytecode: the first run after an install, which takes the tool specs and generated
+  code the package ships), and warm with the early first request
   turned off (`MERMAID_NO_EARLY_REQUEST=1`, no target: what the early request saves); exit after
   the last request (which includes streaming the last answer); peak RSS of the mermaid process.
 - `mermaid --version` and the replay demo, as before.
