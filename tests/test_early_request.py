@@ -459,3 +459,20 @@ def test_the_store_keeps_the_most_recently_used_recipes(tmp_path: Path) -> None:
     early.save_recipe(str(tmp_path), "last", {"state": "unpredictable"})
     kept = sorted(p.stem for p in tmp_path.glob("*.json"))
     assert len(kept) == early.MAX_RECIPES and "last" in kept and "k00" not in kept
+
+
+def test_the_early_connection_to_an_ascii_name_loads_no_idna_codec() -> None:
+    """An ASCII host goes to getaddrinfo as bytes (a str would import the "idna" codec, with
+    `stringprep` and `unicodedata`, ~1.5 ms before the request can go); a name still resolves."""
+    script = (
+        "import socket, sys\n"
+        "from mermaid_cli.providers import early\n"
+        "server = socket.create_server(('127.0.0.1', 0))\n"
+        "port = server.getsockname()[1]\n"
+        "for host in ('127.0.0.1', 'localhost'):\n"
+        "    early._connect(host, port).close()\n"
+        "print(sorted(m for m in ('encodings.idna', 'stringprep', 'unicodedata') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -392,7 +392,10 @@ def _connect(host: str, port: int) -> socket.socket:
     IPv6 route must not hold the request the run's own happy-eyeballs connect would not wait for)."""
     import socket
 
-    addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    # an ASCII name goes as bytes: a str is encoded with the "idna" codec, which leaves ASCII labels
+    # as they are but imports `encodings.idna`, `stringprep` and `unicodedata` first (~1.5 ms)
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
+    addresses = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
     last: OSError = OSError(f"no address for {host}")
     for i, (family, kind, proto, _, address) in enumerate(addresses):
         sock = socket.socket(family, kind, proto)
