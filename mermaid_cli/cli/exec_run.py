@@ -68,6 +68,9 @@ def run_exec(kwargs: dict[str, Any]) -> None:
     """Run `exec` with its parsed parameters (click's, or `exec_args.parse`'s), then end the process."""
     prestarted = _prestart_snapshot(kwargs)
     try:
+        from mermaid_cli.cli.lazy_ssl import import_asyncio
+
+        import_asyncio()  # without `ssl` until a TLS context is made: plain http never loads libssl
         from mermaid_cli.run.runner import RunIO, execute
 
         opts = options_from_params(kwargs)

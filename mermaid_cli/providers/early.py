@@ -383,6 +383,10 @@ def begin(plan: Plan) -> None:
     early.origin, early.data = built
     import socket  # noqa: F401 - here, not on the thread: two importing threads hand the GIL to and fro
 
+    if early.origin[0] == "https":
+        # here too: asyncio is about to load while `ssl` cannot be imported (cli/lazy_ssl.py)
+        import ssl  # noqa: F401
+
     early.thread = threading.Thread(target=_send, args=(early,), name="mermaid-early-request", daemon=True)
     early.thread.start()
 

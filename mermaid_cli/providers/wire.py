@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import ssl
+import sys
 import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from mermaid_cli.providers import early
 from mermaid_cli.providers.http1 import ConnectFailed, Origin, WireError, frame
+
+if TYPE_CHECKING:  # `ssl` loads with the first TLS context (cli/lazy_ssl.py): plain http never needs it
+    import ssl
 
 #: the longest response head (status line and headers) accepted
 MAX_HEAD = 64 * 1024
@@ -179,9 +183,9 @@ class WireClient:
             raise WireTimeout(f"no connection within {self._connect_timeout:g}s") from None
         except ConnectionRefusedError as exc:
             raise ConnectFailed(str(exc) or "connection refused", refused=True) from None
-        except (OSError, ssl.SSLError) as exc:
+        except OSError as exc:  # (ssl.SSLError among them)
             # every address of a name refused: asyncio reports them as one "Multiple exceptions"
-            refused = not isinstance(exc, ssl.SSLError) and "[Errno 111]" in str(exc)
+            refused = not _tls_error(exc) and "[Errno 111]" in str(exc)
             raise ConnectFailed(str(exc) or type(exc).__name__, refused=refused) from None
         return Connection(reader, writer)
 
@@ -193,7 +197,7 @@ class WireClient:
                     if data is not None:
                         conn.writer.write(data)
                         await conn.writer.drain()
-                except (OSError, ssl.SSLError):
+                except OSError:  # (ssl.SSLError among them)
                     if reused:
                         raise _Stale from None  # the server had closed it: nothing was read
                     raise
@@ -206,7 +210,7 @@ class WireClient:
             raise
         except TimeoutError:
             raise WireTimeout("timed out waiting for the response") from None
-        except (OSError, ssl.SSLError) as exc:
+        except OSError as exc:  # (ssl.SSLError among them)
             raise ConnectionLost(f"{type(exc).__name__}: {exc}") from None
         ack_promptly(conn.writer.get_extra_info("socket"))
         return Response(status, headers, self._body(conn, status, headers))
@@ -229,13 +233,19 @@ class WireClient:
                     yield out
         except TimeoutError:
             raise WireTimeout("timed out reading the response") from None
-        except (OSError, ssl.SSLError, zlib.error) as exc:
+        except (OSError, zlib.error) as exc:  # (ssl.SSLError is an OSError)
             raise ConnectionLost(f"{type(exc).__name__}: {exc}") from None
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, {}
         for conn in idle.values():
             conn.close()
+
+
+def _tls_error(exc: BaseException) -> bool:
+    """A TLS failure (none can have happened where `ssl` was never imported)."""
+    ssl = sys.modules.get("ssl")
+    return ssl is not None and isinstance(exc, ssl.SSLError)
 
 
 def ack_promptly(sock: object) -> None:
@@ -259,7 +269,7 @@ async def _read_head(reader: asyncio.StreamReader, *, reused: bool) -> tuple[int
     # request to a server, so it may be sent again; once a byte has come, it may not.
     try:
         first = await reader.read(1)
-    except (OSError, ssl.SSLError):
+    except OSError:  # (ssl.SSLError among them)
         if reused:
             raise _Stale from None
         raise
