@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -209,6 +210,32 @@ def test_repository_hooks_never_run(repo, tmp_path):
     (results_file,) = (repo / ".mermaid" / "batch").glob("*/results.jsonl")
     assert task_lines(results_file)["h"]["status"] == "success"
     assert git(repo, "status", "--porcelain") == "?? dirty.txt\n"
+
+
+def test_the_repositorys_python_files_never_stand_in_for_the_standard_librarys(repo, tmp_path):
+    """A task's child runs in the task's copy of the repository: a `typing.py` or `json.py` there
+    must not be what Mermaid imports (it would run outside any sandbox)."""
+    marker = tmp_path / "imported"
+    for name in ("typing", "json", "asyncio", "mermaid_cli"):
+        (repo / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "shadows")
+    rows = [{"id": "s", "prompt": "w", "model": writer_script(tmp_path / "s", "s")}]
+    # the `mermaid` command, as a user runs it (`python -m` from the repository would take its
+    # `mermaid_cli.py` for Mermaid: that is Python's doing, before any of Mermaid's code runs)
+    mermaid = Path(sys.executable).with_name("mermaid")
+    proc = subprocess.run(
+        [str(mermaid), "batch", str(tasks_file(tmp_path / "t.jsonl", rows))],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists(), marker.read_text()
+    (results_file,) = (repo / ".mermaid" / "batch").glob("*/results.jsonl")
+    assert task_lines(results_file)["s"]["status"] == "success"
 
 
 def _comparable(line: dict) -> tuple:

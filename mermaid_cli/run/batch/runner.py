@@ -88,7 +88,10 @@ class _State:
 def exec_command(task: BatchTask, options: BatchOptions, budget: _Budget) -> list[str]:
     """The `mermaid exec` argv for one task: batch defaults, then the task's own flags, then what
     is left of the batch budget as the task's caps."""
-    argv = [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--no-interactive"]
+    # -P: the task's directory (the repository's files) is not put first on sys.path, where a
+    # `typing.py` or `json.py` of the repository would be imported in place of the standard
+    # library's, by Mermaid itself, outside any sandbox
+    argv = [sys.executable, "-P", "-m", "mermaid_cli", "exec", "--json", "--no-interactive"]
     model = task.model or options.model
     safety = task.safety or options.safety
     if model:
