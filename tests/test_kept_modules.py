@@ -167,3 +167,24 @@ def test_each_sys_path_has_its_own_file_and_nothing_is_written_without_bytecode(
     _probe(tmp_path, [other, lib])
     assert len(_kept_files(tmp_path)) == 2
     assert _probe(tmp_path, [lib])["mod"]["loader"] == "KeptLoader"
+
+
+def test_kept_files_beyond_the_limit_go_least_recently_written_first(tmp_path: Path) -> None:
+    from mermaid_cli.cli import kept_modules
+
+    lib = _library(tmp_path)
+    tag = sys.implementation.cache_tag
+    old = [
+        tmp_path / "kept" / f"kept-modules.{tag}.{i:08x}.marshal" for i in range(kept_modules.MAX_FILES + 3)
+    ]
+    for i, path in enumerate(old):
+        path.write_bytes(b"x")
+        os.utime(path, ns=(i * 10**9, i * 10**9))
+    other = tmp_path / "kept" / "kept-modules.another-python.00000000.marshal"
+    other.write_bytes(b"x")
+    _probe(tmp_path, [lib])  # writes this sys.path's file
+    left = {p.name for p in (tmp_path / "kept").iterdir()}
+    mine = [n for n in left if n not in {p.name for p in old} and n != other.name]
+    assert len(mine) == 1  # the file just written stays
+    # with it, the MAX_FILES - 1 most recently written of the others; another Python's is not ours
+    assert left == {mine[0], other.name, *(p.name for p in old[-(kept_modules.MAX_FILES - 1) :])}

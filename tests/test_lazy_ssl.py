@@ -133,7 +133,16 @@ def test_a_plain_http_run_loads_no_ssl(tmp_path: Path) -> None:
             PYTHONPROFILEIMPORTTIME="1",
         )
         proc = subprocess.run(
-            [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--model", "anthropic/claude-sonnet-4-5", "hi"],
+            [
+                sys.executable,
+                "-m",
+                "mermaid_cli",
+                "exec",
+                "--json",
+                "--model",
+                "anthropic/claude-sonnet-4-5",
+                "hi",
+            ],
             cwd=project,
             env=env,
             capture_output=True,
@@ -142,5 +151,7 @@ def test_a_plain_http_run_loads_no_ssl(tmp_path: Path) -> None:
             stdin=subprocess.DEVNULL,
         )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line]
+    imported = [
+        line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line
+    ]
     assert "asyncio" in imported and "_ssl" not in imported

@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 DIRECTORY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__")
 #: past this many modules the file starts again from what the process that writes it imported
 MAX_MODULES = 3000
+#: kept files beside each other (one per interpreter and `sys.path`; a few MB each): past this
+#: many, writing one removes the least recently written
+MAX_FILES = 8
 _LENGTH = 8  # bytes of the index's length, after the magic number
 
 #: (origin, is a package, source mtime_ns, source size, offset of its code after the index, length)
@@ -326,5 +329,24 @@ def save() -> None:
         return
     try:
         kept.save()
+        _drop_old_files(kept.path)
     except (OSError, ValueError, TypeError):
         pass  # a cache: never a reason to fail the exit
+
+
+def _drop_old_files(path: str) -> None:
+    """Keep at most MAX_FILES kept files beside `path` (every other `sys.path` that ran Mermaid
+    wrote one: PYTHONPATH, a script's directory), the least recently written going first."""
+    directory = os.path.dirname(path)
+    prefix = f"kept-modules.{sys.implementation.cache_tag}."
+    with os.scandir(directory) as entries:
+        found = [e for e in entries if e.name.startswith(prefix) and e.name.endswith(".marshal")]
+    if len(found) <= MAX_FILES:
+        return
+    found.sort(key=lambda entry: entry.stat().st_mtime_ns, reverse=True)
+    for entry in found[MAX_FILES:]:
+        if entry.path != path:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass

@@ -42,9 +42,7 @@ def import_asyncio() -> None:
     finally:
         if "ssl" in sys.modules and sys.modules["ssl"] is None:
             del sys.modules["ssl"]
-    holders = {
-        name for name in set(sys.modules) - before if getattr(sys.modules[name], "ssl", False) is None
-    }
+    holders = {name for name in set(sys.modules) - before if getattr(sys.modules[name], "ssl", False) is None}
     if holders == HOLDERS and "asyncio" in sys.modules:
         sys.meta_path.insert(0, _HandOver(frozenset(holders)))
         return
