@@ -6,6 +6,10 @@
 set -euo pipefail
 
 action_path="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set}"
+# Python runs from the action's own directory: from the job's working directory (the checkout,
+# perhaps of a pull request nobody trusts) `-m`, `-` and a venv's pip would find that
+# repository's `json.py`, `mermaid_cli/` or `pip/` before the real ones
+cd "$action_path"
 python="${MERMAID_PYTHON:-}"
 [[ -n "$python" ]] || python="python3"
 run_dir="${MERMAID_RUN_DIR:?MERMAID_RUN_DIR is not set}"

@@ -6,6 +6,10 @@
 set -euo pipefail
 
 action_path="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set}"
+# Python runs from the action's own directory: from the job's working directory (the checkout,
+# perhaps of a pull request nobody trusts) `-m`, `-` and a venv's pip would find that
+# repository's `json.py`, `mermaid_cli/` or `pip/` before the real ones
+cd "$action_path"
 python="${MERMAID_SETUP_PYTHON:-}"
 [[ -n "$python" ]] || python="$(command -v python3 || true)"
 if [[ -z "$python" ]]; then

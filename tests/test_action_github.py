@@ -97,6 +97,9 @@ class Step:
         env.update(extra or {})
         return env
 
+    #: the job's working directory (GITHUB_WORKSPACE: the checkout) the steps run in; None: this one
+    workspace: Path | None = None
+
     def run(self, script: str, step: str, inputs: dict[str, str] | None = None, *args: str, **extra: str):
         out = self.tmp / "out.txt"
         out.write_text("")
@@ -106,6 +109,7 @@ class Step:
             capture_output=True,
             text=True,
             timeout=120,
+            cwd=self.workspace,
         )
         return proc, outputs(out)
 
@@ -116,6 +120,35 @@ def step(tmp_path, api):
 
 
 # --- the permission gate ------------------------------------------------------------------------------
+
+
+def hostile_checkout(root: Path, marker: Path) -> Path:
+    """A checkout whose Python files would stand in for the action's and the standard library's
+    modules if Python looked in the working directory: each records its name in `marker`."""
+    names = ["json", "argparse", "urllib/__init__", "hashlib", "pathlib", "platform", "venv/__init__"]
+    names += ["mermaid_cli/__init__", "mermaid_cli/ci/__init__", "mermaid_cli/ci/__main__", "pip/__init__"]
+    for name in names:
+        path = root / f"{name}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"open({str(marker)!r}, 'a').write({name!r} + ' ')\n")
+    return root
+
+
+def test_the_steps_never_import_the_checkouts_python_files(step, api, tmp_path):
+    marker = tmp_path / "imported"
+    step.workspace = hostile_checkout(tmp_path / "workspace", marker)
+    api.state.permissions["alice"] = "write"
+    proc, out = step.run("gate.sh", "gate")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert out["allowed"] == "true"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    proc, out = step.run("comment.sh", "comment", {}, "start", MERMAID_RUN_DIR=str(run_dir))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (run_dir / "events.jsonl").write_text("")
+    proc, _ = step.run("comment.sh", "comment", {}, "finish", MERMAID_RUN_DIR=str(run_dir))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not marker.exists(), marker.read_text()
 
 
 def test_write_access_passes_after_one_authenticated_permission_request(step, api):

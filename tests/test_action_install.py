@@ -20,7 +20,7 @@ LOCK = ROOT / "action" / "requirements.lock"
 
 
 def _install(
-    tmp_path: Path, *args: str, **env: str
+    tmp_path: Path, *args: str, cwd: Path | None = None, **env: str
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     out = tmp_path / "out.txt"
     out.write_text("")
@@ -35,7 +35,7 @@ def _install(
         }
     )
     proc = subprocess.run(
-        ["bash", str(INSTALL), *args], env=full, capture_output=True, text=True, timeout=120
+        ["bash", str(INSTALL), *args], env=full, capture_output=True, text=True, timeout=120, cwd=cwd
     )
     values = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     return proc, values
@@ -48,6 +48,19 @@ def test_the_key_names_the_version_and_changes_with_the_python(tmp_path):
     assert re.fullmatch(rf"mermaid-venv-\w+-\w+-{re.escape(__version__)}-[0-9a-f]{{32}}", out["key"])
     again, out2 = _install(tmp_path, "key")
     assert out2["key"] == out["key"]  # stable for the same python and sources
+
+
+def test_the_key_is_computed_without_the_checkouts_python_files(tmp_path):
+    """The job's working directory is the checkout (perhaps a pull request's): its `hashlib.py`,
+    `pathlib.py` or `platform.py` must not be what the key's Python imports."""
+    marker = tmp_path / "imported"
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    for name in ("hashlib", "pathlib", "platform", "sys", "venv"):
+        (checkout / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    proc, out = _install(tmp_path, "key", cwd=checkout)
+    assert proc.returncode == 0, proc.stderr
+    assert out["key"] == _install(tmp_path, "key")[1]["key"] and not marker.exists()
 
 
 def test_a_matching_pin_passes_and_another_version_fails_before_installing(tmp_path):
