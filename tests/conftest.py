@@ -45,6 +45,17 @@ def project(tmp_path):
     return root
 
 
+def plant_shadows(root: Path, names: list[str], marker: Path) -> Path:
+    """Python files under `root` named for modules (`pkg/__init__` for a package) that, if ever
+    imported, append their name to `marker`: a repository that would stand in for the modules
+    Mermaid imports, were its directory on `sys.path`."""
+    for name in names:
+        path = root / f"{name}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"open({str(marker)!r}, 'a').write({name!r} + ' ')\n")
+    return root
+
+
 def write_script(path: Path, turns: list[dict], model: str = "anthropic/claude-sonnet-4-5") -> Path:
     """A model script (recording format) from a list of turn dicts."""
     lines = [{"type": "header", "format": "mermaid-recording", "version": 1, "model": model}]

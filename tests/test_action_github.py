@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, say, write_script
+from conftest import ROOT, plant_shadows, say, write_script
 from github_standin import BOT, OWNER, REPO, TOKEN, GitHubStandIn
 
 from mermaid_cli.ci.comment import defuse, diff_stats, marker
@@ -122,21 +122,19 @@ def step(tmp_path, api):
 # --- the permission gate ------------------------------------------------------------------------------
 
 
-def hostile_checkout(root: Path, marker: Path) -> Path:
-    """A checkout whose Python files would stand in for the action's and the standard library's
-    modules if Python looked in the working directory: each records its name in `marker`."""
-    names = ["json", "argparse", "urllib/__init__", "hashlib", "pathlib", "platform", "venv/__init__"]
-    names += ["mermaid_cli/__init__", "mermaid_cli/ci/__init__", "mermaid_cli/ci/__main__", "pip/__init__"]
-    for name in names:
-        path = root / f"{name}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"open({str(marker)!r}, 'a').write({name!r} + ' ')\n")
-    return root
+#: what a checkout would stand in for if the steps' Python looked in the working directory
+HOSTILE_CHECKOUT = ["json", "argparse", "urllib/__init__", "hashlib", "pathlib", "platform", "venv/__init__"]
+HOSTILE_CHECKOUT += [
+    "mermaid_cli/__init__",
+    "mermaid_cli/ci/__init__",
+    "mermaid_cli/ci/__main__",
+    "pip/__init__",
+]
 
 
 def test_the_steps_never_import_the_checkouts_python_files(step, api, tmp_path):
     marker = tmp_path / "imported"
-    step.workspace = hostile_checkout(tmp_path / "workspace", marker)
+    step.workspace = plant_shadows(tmp_path / "workspace", HOSTILE_CHECKOUT, marker)
     api.state.permissions["alice"] = "write"
     proc, out = step.run("gate.sh", "gate")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -11,7 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, plant_shadows
 
 from mermaid_cli import __version__
 
@@ -54,10 +54,7 @@ def test_the_key_is_computed_without_the_checkouts_python_files(tmp_path):
     """The job's working directory is the checkout (perhaps a pull request's): its `hashlib.py`,
     `pathlib.py` or `platform.py` must not be what the key's Python imports."""
     marker = tmp_path / "imported"
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
-    for name in ("hashlib", "pathlib", "platform", "sys", "venv"):
-        (checkout / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    checkout = plant_shadows(tmp_path / "checkout", ["hashlib", "pathlib", "platform", "sys", "venv"], marker)
     proc, out = _install(tmp_path, "key", cwd=checkout)
     assert proc.returncode == 0, proc.stderr
     assert out["key"] == _install(tmp_path, "key")[1]["key"] and not marker.exists()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import call, run_mermaid, say, write_script
+from conftest import call, plant_shadows, run_mermaid, say, write_script
 
 GIT_ID = ["-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -216,8 +216,7 @@ def test_the_repositorys_python_files_never_stand_in_for_the_standard_librarys(r
     """A task's child runs in the task's copy of the repository: a `typing.py` or `json.py` there
     must not be what Mermaid imports (it would run outside any sandbox)."""
     marker = tmp_path / "imported"
-    for name in ("typing", "json", "asyncio", "mermaid_cli"):
-        (repo / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    plant_shadows(repo, ["typing", "json", "asyncio", "mermaid_cli"], marker)
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "shadows")
     rows = [{"id": "s", "prompt": "w", "model": writer_script(tmp_path / "s", "s")}]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import plant_shadows
 
 SHADOWS = ("typing", "json", "asyncio", "dataclasses", "pydantic", "re")
 
@@ -18,10 +19,7 @@ def test_python_m_in_a_repository_with_standard_library_names_imports_none_of_th
     tmp_path: Path, args: list[str]
 ) -> None:
     marker = tmp_path / "imported"
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name in SHADOWS:
-        (repo / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r} + ' ')\n")
+    repo = plant_shadows(tmp_path / "repo", list(SHADOWS), marker)
     proc = subprocess.run(
         [sys.executable, "-m", "mermaid_cli", *args],
         cwd=repo,

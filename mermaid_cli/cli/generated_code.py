@@ -149,7 +149,7 @@ class GeneratedCode:
         kept = self.kept
         if self.from_shipped or len(kept) > MAX_KEPT:  # (the shipped file holds every command's)
             kept = {key: kept[key] for key in self.used if key in kept}
-        write_whole(self.path, MAGIC_NUMBER + marshal.dumps(kept))
+        write_whole(self.path, dump(kept))
         self.added = 0
         self.from_shipped = False
 
@@ -192,6 +192,11 @@ def _regex_stand_in_fits() -> bool:
         return bool(ours == _compile_regex(probe, re_compiler.SRE_FLAG_IGNORECASE))
     except Exception:  # noqa: BLE001 (another Python's internals: keep its own compile)
         return False
+
+
+def dump(kept: dict[Key, bytes]) -> bytes:
+    """A kept file's bytes (the shipped file is these, compressed): `_load` reads them."""
+    return MAGIC_NUMBER + marshal.dumps(kept)
 
 
 def _load(path: Path, *, compressed: bool = False) -> dict[Key, bytes]:

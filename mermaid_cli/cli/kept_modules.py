@@ -311,7 +311,7 @@ def install(directory: str = DIRECTORY) -> Kept | None:
     import zlib
 
     digest = format(zlib.crc32(repr(key).encode("utf-8", "backslashreplace")), "08x")
-    path = os.path.join(directory, f"kept-modules.{sys.implementation.cache_tag}.{digest}.marshal")
+    path = os.path.join(directory, f"{_file_prefix()}{digest}.marshal")
     kept = _installed = Kept(path, key, set(sys.modules))
     if kept.open():
         sys.meta_path.insert(sys.meta_path.index(PathFinder), kept)
@@ -334,11 +334,15 @@ def save() -> None:
         pass  # a cache: never a reason to fail the exit
 
 
+def _file_prefix() -> str:
+    """What every kept file of this Python's name starts with (then its key's digest)."""
+    return f"kept-modules.{sys.implementation.cache_tag}."
+
+
 def _drop_old_files(path: str) -> None:
     """Keep at most MAX_FILES kept files beside `path` (every other `sys.path` that ran Mermaid
     wrote one: PYTHONPATH, a script's directory), the least recently written going first."""
-    directory = os.path.dirname(path)
-    prefix = f"kept-modules.{sys.implementation.cache_tag}."
+    directory, prefix = os.path.dirname(path), _file_prefix()
     with os.scandir(directory) as entries:
         found = [e for e in entries if e.name.startswith(prefix) and e.name.endswith(".marshal")]
     if len(found) <= MAX_FILES:

@@ -27,7 +27,9 @@ COMMANDS: dict[str, LazyCommand] = {
         "mermaid_cli.cli.mcp", "add_cmd", "Add an MCP server (the same as `mermaid mcp add`)."
     ),
     "batch": LazyCommand(
-        "mermaid_cli.cli.batch", "batch_group", "Run many tasks: locally with --jobs, or sharded for a CI matrix."
+        "mermaid_cli.cli.batch",
+        "batch_group",
+        "Run many tasks: locally with --jobs, or sharded for a CI matrix.",
     ),
     "checkpoints": LazyCommand(
         "mermaid_cli.cli.checkpoints",

@@ -18,6 +18,7 @@ modules take `ssl = None`), `ssl` is handed over at once, as if nothing had happ
 from __future__ import annotations
 
 import sys
+from collections.abc import Set as AbstractSet
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
@@ -44,7 +45,7 @@ def import_asyncio() -> None:
             del sys.modules["ssl"]
     holders = {name for name in set(sys.modules) - before if getattr(sys.modules[name], "ssl", False) is None}
     if holders == HOLDERS and "asyncio" in sys.modules:
-        sys.meta_path.insert(0, _HandOver(frozenset(holders)))
+        sys.meta_path.insert(0, _HandOver())
         return
     import ssl
 
@@ -52,7 +53,7 @@ def import_asyncio() -> None:
     import asyncio  # noqa: F401, F811  # (again, where the first try failed)
 
 
-def hand_over(ssl: ModuleType, holders: set[str] | frozenset[str]) -> None:
+def hand_over(ssl: ModuleType, holders: AbstractSet[str] = HOLDERS) -> None:
     """Give `ssl` to the modules that took `ssl = None`, and `sslproto` what it derives from it."""
     for name in holders:
         module = sys.modules.get(name)
@@ -68,9 +69,6 @@ class _HandOver:
     spec it returns is the one the other finders give, with a loader that hands the module over
     once it has run."""
 
-    def __init__(self, holders: frozenset[str]) -> None:
-        self.holders = holders
-
     def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if name != "ssl":
             return None
@@ -80,7 +78,7 @@ class _HandOver:
 
         spec = find_spec("ssl")
         if spec is not None and spec.loader is not None:
-            spec.loader = _HandingLoader(spec.loader, self.holders)  # type: ignore[assignment]
+            spec.loader = _HandingLoader(spec.loader)  # type: ignore[assignment]
         return spec
 
     def invalidate_caches(self) -> None:
@@ -90,9 +88,8 @@ class _HandOver:
 class _HandingLoader:
     """The `ssl` module's own loader, which hands the module over after running it."""
 
-    def __init__(self, inner: object, holders: frozenset[str]) -> None:
+    def __init__(self, inner: object) -> None:
         self._inner = inner
-        self._holders = holders
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         create = getattr(self._inner, "create_module", None)
@@ -100,7 +97,7 @@ class _HandingLoader:
 
     def exec_module(self, module: ModuleType) -> None:
         self._inner.exec_module(module)  # type: ignore[attr-defined]
-        hand_over(module, self._holders)
+        hand_over(module)
 
     def __getattr__(self, name: str) -> object:  # get_source, get_filename, is_package, ...
         return getattr(self._inner, name)

@@ -14,8 +14,6 @@ string annotation or regular expression of the package.
 
 from __future__ import annotations
 
-import json
-import marshal
 import subprocess
 import sys
 import tempfile
@@ -62,12 +60,12 @@ def collect_generated_code() -> dict[tuple[str, str | bytes], bytes]:
 
 def render_generated_code() -> bytes:
     """The shipped generated code file's bytes (with what built it under BUILT_WITH)."""
-    from importlib.util import MAGIC_NUMBER
-
     from pydantic.version import VERSION
 
+    from mermaid_cli.cli.generated_code import dump
+
     entries = {(BUILT_WITH, built_by(VERSION)): b"", **collect_generated_code()}
-    return zlib.compress(MAGIC_NUMBER + marshal.dumps(entries), 9)
+    return zlib.compress(dump(entries), 9)
 
 
 def built_by(pydantic_version: str) -> str:
@@ -94,7 +92,7 @@ def main() -> int:
     spec_cache.SHIPPED.write_bytes(shipped_specs.render())
     print(f"wrote {spec_cache.SHIPPED}", file=sys.stderr)
     SHIPPED.write_bytes(render_generated_code())
-    print(f"wrote {SHIPPED} ({json.dumps(built_with(SHIPPED))})", file=sys.stderr)
+    print(f"wrote {SHIPPED}", file=sys.stderr)
     return 0
 
 
