@@ -30,6 +30,8 @@ class AllowAllGate:
 
 @dataclass
 class CompactionPolicy:
+    """When and how the loop compacts the conversation (`[compaction]`)."""
+
     auto_enabled: bool = True
     threshold_percent: int = 85
     tail_turns: int = 2
@@ -46,6 +48,8 @@ class CompactionPolicy:
 
 @dataclass
 class Limits:
+    """The run's caps: model calls, tokens and dollars (None: no cap)."""
+
     max_turns: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
@@ -53,6 +57,8 @@ class Limits:
 
 @dataclass
 class RunStats:
+    """What a run has used and produced so far; the `result` line reports it."""
+
     num_turns: int = 0
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = 0.0

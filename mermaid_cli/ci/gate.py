@@ -31,6 +31,8 @@ PR_EVENTS = frozenset(
 
 @dataclass(frozen=True)
 class Verdict:
+    """Whether the permission gate lets the job run, and why."""
+
     allowed: bool
     reason: str
     read_only: bool = False

@@ -33,6 +33,8 @@ class GitHubError(Exception):
 
 @dataclass(frozen=True)
 class Client:
+    """The GitHub REST API for one repository, with the job's token."""
+
     api_url: str
     token: str
     owner: str

@@ -14,6 +14,8 @@ from mermaid_cli.core.errors import ConfigError
 
 @dataclass
 class Layer:
+    """One config layer's values and where they came from."""
+
     name: str  # "defaults", "user config", "profile NAME", "project config", "policy", "-c", "flags"
     source: str  # a file path or a description, used in error messages
     data: dict[str, Any]

@@ -91,6 +91,8 @@ class Settings(BaseModel):
 
 @dataclass
 class LoadedSettings:
+    """The merged settings, which layer set each key, and what loading warned about."""
+
     settings: Settings
     sources: dict[str, str] = field(default_factory=dict)  # dotted key -> layer source
     warnings: list[str] = field(default_factory=list)

@@ -56,6 +56,8 @@ _POSITIONAL = re.compile(r"\$([1-9])")
 
 @dataclass(frozen=True)
 class PromptCommand:
+    """A `/name` prompt command and where it was defined."""
+
     name: str
     description: str
     body: str
@@ -76,6 +78,8 @@ class CommandRoot:
 
 @dataclass
 class CommandSet:
+    """The prompt commands a run knows, and what loading them warned about."""
+
     commands: dict[str, PromptCommand] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 

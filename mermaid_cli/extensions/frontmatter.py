@@ -17,6 +17,8 @@ class FrontmatterError(ValueError):
 
 @dataclass(frozen=True)
 class Document:
+    """A Markdown file split into its `---` header and its body."""
+
     meta: dict[str, str]
     body: str
     #: the file opened with a `---` header

@@ -42,6 +42,8 @@ INDEX_HEADER = (
 
 @dataclass(frozen=True)
 class Skill:
+    """One skill: its name, description and SKILL.md."""
+
     name: str
     description: str
     #: the SKILL.md, symlinks resolved
@@ -64,6 +66,8 @@ class Skill:
 
 @dataclass(frozen=True)
 class Skipped:
+    """A skill file that was not loaded, and why."""
+
     path: str
     reason: str
 
@@ -83,6 +87,8 @@ class SkillRoot:
 
 @dataclass
 class SkillSet:
+    """The skills a run offers, and those it skipped or hid."""
+
     skills: list[Skill] = field(default_factory=list)  # deduplicated, sorted by name
     skipped: list[Skipped] = field(default_factory=list)
     #: (name, origin that lost) for same-named skills the precedence hid

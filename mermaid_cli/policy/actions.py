@@ -23,6 +23,8 @@ READ_TOOLS = frozenset({"read_file", "glob", "grep"})  # the built-in tools that
 
 @dataclass(frozen=True)
 class PathRef:
+    """A path an action touches, and whether it lies outside the project."""
+
     path: str
     outside_project: bool = False
 
@@ -69,6 +71,8 @@ class HookOpinion(Protocol):
 
 @dataclass(frozen=True)
 class PolicyOutcome:
+    """The policy's verdict on one action, who gave it and why."""
+
     verdict: Verdict
     by: By
     reason: str

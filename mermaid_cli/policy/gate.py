@@ -33,6 +33,8 @@ MAX_HOOK_ROUNDS = 3
 
 @dataclass
 class PolicyGate:
+    """The gate every tool call passes before it runs (DESIGN.md §4)."""
+
     settings: Settings  # the run's settings (safety, web, hooks)
     project_root: Path
     emit: Callable[[Any], None]

@@ -56,6 +56,8 @@ class HookOutcome:
 
 @dataclass
 class _Single:
+    """What one hook answered."""
+
     decision: HookDecision | None = None
     reason: str | None = None
     updated_input: dict[str, Any] | None = None

@@ -85,6 +85,8 @@ _ZERO_WIDTH = re.compile(
 
 @dataclass(frozen=True)
 class ReviewVerdict:
+    """The reviewer's answer on one action."""
+
     allow: bool
     reason: str
     usage: Usage | None = None

@@ -36,6 +36,8 @@ class CorruptFrame(Retryable):
 
 @dataclass(frozen=True)
 class Frame:
+    """One AWS event-stream frame: its headers and payload."""
+
     headers: dict[str, HeaderValue] = field(default_factory=dict)
     payload: bytes = b""
 

@@ -83,6 +83,8 @@ class BodyEncoder:
 
 @dataclass(frozen=True)
 class SSEEvent:
+    """One server-sent event: its name and data."""
+
     event: str | None
     data: str
 

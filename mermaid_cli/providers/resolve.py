@@ -31,6 +31,8 @@ REPLAY_PREFIX = "replay/"
 
 @dataclass(frozen=True)
 class Preset:
+    """A known provider: its API, endpoint and where its key comes from."""
+
     api: str  # anthropic | responses | chat
     base_url: str
     key_env: tuple[str, ...]

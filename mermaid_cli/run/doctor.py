@@ -22,6 +22,8 @@ Status = Literal["ok", "warn", "fail"]
 
 @dataclass
 class Check:
+    """One line of `mermaid doctor`."""
+
     name: str
     status: Status
     detail: str

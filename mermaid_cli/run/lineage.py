@@ -56,6 +56,8 @@ def stricter(a: SafetyMode, b: SafetyMode) -> SafetyMode:
 
 @dataclass(frozen=True)
 class AgentType:
+    """A kind of subagent: what it is for, its safety ceiling and its tools."""
+
     name: str
     description: str
     ceiling: SafetyMode = "full_access"

@@ -255,6 +255,8 @@ class ContentStore:
 
 @dataclass
 class Change:
+    """One file the run created, deleted or modified."""
+
     rel: str
     kind: str  # created | deleted | modified
     old_mode: int | None = None

@@ -37,6 +37,8 @@ class PathRefused(Exception):
 
 @dataclass(frozen=True)
 class Located:
+    """Where a path really is, and which allowed root holds it."""
+
     #: absolute, normalised, symlinks resolved (the final component too unless follow_final=False)
     path: Path
     #: inside the project root (the root itself included)

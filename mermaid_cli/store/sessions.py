@@ -47,6 +47,8 @@ def new_session_id(now: datetime) -> str:
 
 @dataclass
 class SessionData:
+    """A session file's contents: messages, state and unreadable lines."""
+
     session_id: str
     path: Path
     messages: list[Message] = field(default_factory=list)
@@ -266,6 +268,8 @@ def latest_session_id(project_root: Path) -> str | None:
 
 @dataclass
 class SessionSummary:
+    """One row of `mermaid sessions list`."""
+
     session_id: str
     updated_at: str
     model: str

@@ -38,6 +38,8 @@ class ApplyPatchArgs(ToolArgs):
 
 @dataclass
 class _Pending:
+    """A file's contents before and after a patch, not yet written."""
+
     resolved: ResolvedPath
     original: bytes | None
     new: bytes | None

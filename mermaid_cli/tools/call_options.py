@@ -65,6 +65,8 @@ def advertise(spec: ToolSpec) -> ToolSpec:
 
 @dataclass(frozen=True)
 class CallOptions:
+    """The options any tool call may carry (scratchpad, background)."""
+
     scratchpad: str | None = None
     background: bool = False
 

@@ -27,6 +27,8 @@ _MAX_SNIPPETS_PER_MESSAGE = 3
 
 @dataclass(frozen=True)
 class ArchivedMessage:
+    """A message of the run as the context tool lists it."""
+
     index: int
     role: str
     text: str

@@ -12,6 +12,8 @@ from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext
 
 @dataclass(frozen=True)
 class ContextStatus:
+    """How full the context window is, and when compaction starts."""
+
     used_tokens: int  # the last model call's prompt and reply, or an estimate before the first
     window: int
     threshold_percent: int

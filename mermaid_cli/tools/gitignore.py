@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Rule:
+    """One .gitignore pattern, compiled."""
+
     regex: re.Pattern[str]
     negate: bool
     dir_only: bool
@@ -111,6 +113,8 @@ def parse_gitignore(text: str) -> list[Rule]:
 
 @dataclass(frozen=True)
 class _RuleSet:
+    """The rules of one .gitignore and the directory it sits in."""
+
     base: str  # directory of the .gitignore, relative to the root ("" for the root)
     rules: list[Rule]
 

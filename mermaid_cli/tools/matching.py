@@ -62,6 +62,8 @@ MAX_SPANS = 1000
 
 @dataclass(frozen=True)
 class TextMatch:
+    """Where a search text matched, and how loosely."""
+
     level: str
     #: (start, end) character offsets into the content, non-overlapping, in order
     spans: list[tuple[int, int]]

@@ -63,6 +63,8 @@ def find_secret(text: str, env: Mapping[str, str] | None = None) -> str | None:
 
 @dataclass(frozen=True)
 class Fact:
+    """One remembered fact and the file that holds it."""
+
     name: str
     description: str
     content: str

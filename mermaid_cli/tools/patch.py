@@ -18,6 +18,8 @@ class PatchError(Exception):
 
 @dataclass
 class Hunk:
+    """One hunk of a file patch."""
+
     header: str
     anchor: str | None = None
     old: list[str] = field(default_factory=list)
@@ -36,6 +38,8 @@ class Hunk:
 
 @dataclass
 class FilePatch:
+    """What a patch does to one file."""
+
     kind: Literal["add", "update", "delete"]
     path: str
     move_to: str | None = None

@@ -37,6 +37,8 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(o
 
 @dataclass(frozen=True)
 class ResolvedPath:
+    """A tool's path argument, resolved against the project root."""
+
     #: absolute, symlinks resolved
     path: Path
     #: inside the project root (the root itself included)

@@ -68,6 +68,8 @@ class OutputRing:
 
 @dataclass
 class BackgroundJob:
+    """A background process the model started, and its output so far."""
+
     id: str
     command: str
     cwd: Path

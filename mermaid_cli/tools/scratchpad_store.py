@@ -23,6 +23,8 @@ def name_problem(name: str) -> str | None:
 
 @dataclass
 class ScratchpadStore:
+    """The run's named scratchpad entries, oldest first."""
+
     entries: dict[str, str] = field(default_factory=dict)
 
     def save(self, name: str, text: str) -> list[str]:

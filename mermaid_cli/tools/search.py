@@ -158,6 +158,8 @@ def collect_limit() -> int:
 
 @dataclass(frozen=True)
 class Hit:
+    """One matching line."""
+
     path: str
     line: int
     text: str

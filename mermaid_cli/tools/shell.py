@@ -161,6 +161,8 @@ class _Progress:
 
 @dataclass
 class CommandOutcome:
+    """How a command ended and what it printed."""
+
     output: str
     exit_code: int | None
     signal: str | None = None

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Rendered:
+    """A fetched body as text, and how it was extracted."""
+
     text: str
     media_type: str
     extraction: str  # trafilatura | html2txt | stdlib | raw | json | xml | text | summary

@@ -30,6 +30,8 @@ class FetchFailed(Exception):
 
 @dataclass(frozen=True)
 class FetchOptions:
+    """The limits of one web fetch."""
+
     allow_private_network: bool = False
     connect_timeout: float = 10.0
     total_timeout: float = 30.0
@@ -42,6 +44,8 @@ class FetchOptions:
 
 @dataclass
 class Fetched:
+    """A web response as fetched: where it ended up and what it held."""
+
     requested_url: str
     final_url: str
     status: int

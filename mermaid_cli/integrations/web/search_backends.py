@@ -18,6 +18,8 @@ _TAGS = re.compile(r"<[^>]{0,200}>")
 
 @dataclass(frozen=True)
 class SearchHit:
+    """One web search result."""
+
     title: str
     url: str
     snippet: str
@@ -72,6 +74,8 @@ async def _json(response: Any, backend: str) -> Any:
 
 @dataclass(frozen=True)
 class SearxngBackend:
+    """Web search through a SearXNG instance."""
+
     base_url: str
     name: str = "searxng"
 
@@ -88,6 +92,8 @@ class SearxngBackend:
 
 @dataclass(frozen=True)
 class BraveBackend:
+    """Web search through the Brave Search API."""
+
     api_key: str
     base_url: str
     name: str = "brave"
@@ -112,6 +118,8 @@ class BraveBackend:
 
 @dataclass(frozen=True)
 class TavilyBackend:
+    """Web search through the Tavily API."""
+
     api_key: str
     base_url: str
     name: str = "tavily"
@@ -133,6 +141,8 @@ class TavilyBackend:
 
 @dataclass(frozen=True)
 class BackendChoice:
+    """The search backend a run uses, or why it has none."""
+
     backend: SearchBackend | None
     reason: str  # why this backend, or why none is viable (with the remedy)
 

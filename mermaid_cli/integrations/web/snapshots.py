@@ -15,6 +15,8 @@ MAX_BLOCKS = 20
 
 @dataclass(frozen=True)
 class Snapshot:
+    """A fetched page kept for later reads and searches."""
+
     id: str
     url: str
     media_type: str
@@ -83,6 +85,8 @@ def _fold(text: str) -> str:
 
 @dataclass(frozen=True)
 class SearchResult:
+    """The lines of a snapshot that matched a search."""
+
     text: str  # the rendered match blocks
     match_count: int  # matching lines
     block_count: int
@@ -126,6 +130,8 @@ def search(
 
 @dataclass(frozen=True)
 class Page:
+    """A range of a snapshot's lines."""
+
     text: str
     first: int  # 1-based, inclusive
     last: int  # 1-based, inclusive; first - 1 when empty

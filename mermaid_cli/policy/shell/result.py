@@ -23,6 +23,8 @@ class Segment:
 
 @dataclass(frozen=True)
 class ShellClassification:
+    """What a shell command line does, as the policy judges it."""
+
     risk: Risk
     hard_deny_rule: str | None
     segments: list[Segment] = field(default_factory=list)

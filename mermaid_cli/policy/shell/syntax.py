@@ -17,6 +17,8 @@ class _TooDeep(Exception):
 
 @dataclass
 class _Word:
+    """One shell word as the parser builds it."""
+
     text: str = ""
     started: bool = False
     quoted: bool = False
@@ -26,6 +28,8 @@ class _Word:
 
 @dataclass
 class _Redirect:
+    """A redirection: its operator, file descriptor and target."""
+
     op: str
     fd: str | None
     target: _Word | None
@@ -33,6 +37,8 @@ class _Redirect:
 
 @dataclass
 class _Cmd:
+    """One simple command of a parsed line."""
+
     words: list[_Word] = field(default_factory=list)
     redirects: list[_Redirect] = field(default_factory=list)
     substs: list[_Node] = field(default_factory=list)

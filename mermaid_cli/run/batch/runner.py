@@ -42,6 +42,8 @@ KILL_GRACE_SECS = 30.0
 
 @dataclass(frozen=True)
 class BatchOptions:
+    """What `mermaid batch` runs, where, and how many at once."""
+
     tasks: TaskList
     project: Path
     out_dir: Path
@@ -60,6 +62,8 @@ class BatchOptions:
 
 @dataclass
 class _Budget:
+    """The batch's cost and time budget, and why it stopped starting tasks."""
+
     max_cost: float | None
     deadline: float | None  # time.monotonic()
     started_at: float  # time.monotonic() when the batch started
@@ -81,6 +85,8 @@ class _Budget:
 
 @dataclass
 class _State:
+    """The batch's running children and the signal that stopped it."""
+
     running: set[asyncio.subprocess.Process] = field(default_factory=set)
     signal: int | None = None
 

@@ -26,6 +26,8 @@ _SKIP_IN_COPY = {".git", ".mermaid", "node_modules"}
 
 @dataclass(frozen=True)
 class Workspace:
+    """Where one batch task runs, and the commit its diff is taken against."""
+
     root: Path  # the task runs here (or in `root / task.path`)
     base: str  # the commit the task's diff is taken against
     kind: str  # "worktree" or "copy"

@@ -18,6 +18,8 @@ from mermaid_cli.run.batch.results import ResultsFile, TaskResult, read_results
 
 @dataclass(frozen=True)
 class Span:
+    """A timed stretch of a run: a turn, a tool call or a verify command."""
+
     kind: str  # "turn" or "tool" or "verify"
     label: str
     start_ms: int
@@ -27,6 +29,8 @@ class Span:
 
 @dataclass(frozen=True)
 class TurnRow:
+    """One model turn of a run report."""
+
     number: int
     input_tokens: int
     output_tokens: int
@@ -37,6 +41,8 @@ class TurnRow:
 
 @dataclass(frozen=True)
 class ToolRow:
+    """One tool's calls in a run report."""
+
     name: str
     calls: int
     errors: int
@@ -46,6 +52,8 @@ class ToolRow:
 
 @dataclass
 class RunReport:
+    """What a run report shows of one session."""
+
     model: str = ""
     session_id: str = ""
     status: str = "unknown"
@@ -67,6 +75,8 @@ class RunReport:
 
 @dataclass
 class BatchReport:
+    """What a report shows of one batch."""
+
     results: ResultsFile
     spans: list[Span] = field(default_factory=list)
 

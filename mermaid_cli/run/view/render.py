@@ -47,6 +47,8 @@ class Marks:
 
 @dataclass
 class RunningTool:
+    """A tool call the terminal view shows as running."""
+
     name: str
     brief: str
     started: float

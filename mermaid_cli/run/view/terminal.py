@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class PendingApproval:
+    """An approval the terminal view is waiting on."""
+
     call_id: str
     tool: str
     risk: str

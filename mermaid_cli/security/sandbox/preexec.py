@@ -34,6 +34,8 @@ _UL = ctypes.c_ulong
 
 @dataclass
 class LibcFuncs:
+    """The libc calls the child needs between fork and exec."""
+
     prctl: Callable[..., int]
     syscall3: Callable[..., int]
     mount: Callable[..., int]

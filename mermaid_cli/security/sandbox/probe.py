@@ -26,6 +26,8 @@ FORCE_ENV = "MERMAID_SANDBOX_FORCE_UNAVAILABLE"
 
 @dataclass(frozen=True)
 class KernelSupport:
+    """What this kernel can enforce."""
+
     platform: str
     arch: str | None  # None: seccomp numbers unknown for this machine
     landlock_abi: int  # 0: no Landlock
