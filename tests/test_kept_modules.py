@@ -188,3 +188,68 @@ def test_kept_files_beyond_the_limit_go_least_recently_written_first(tmp_path: P
     assert len(mine) == 1  # the file just written stays
     # with it, the MAX_FILES - 1 most recently written of the others; another Python's is not ours
     assert left == {mine[0], other.name, *(p.name for p in old[-(kept_modules.MAX_FILES - 1) :])}
+
+
+# imports `mod` and `pkg.sub` with kept modules installed and keeps them, mod's `.pyc` being
+# rewritten (as a concurrent compile could) after the save checked it and before it reads it
+REWRITTEN_PROBE = """
+import sys
+sys.path[1:1] = {lib_dirs!r}
+from mermaid_cli.cli import kept_modules
+kept_modules.install({kept!r})
+import importlib.util, mod, pkg.sub
+checked = kept_modules._newly_imported
+def checked_then_rewritten(preloaded):
+    found = checked(preloaded)
+    with open(importlib.util.cache_from_source(mod.__file__), "ab") as pyc:
+        pyc.write(b"more")
+    return found
+kept_modules._newly_imported = checked_then_rewritten
+kept_modules.save()
+"""
+
+
+def test_a_bytecode_file_rewritten_after_its_check_keeps_nothing(tmp_path: Path) -> None:
+    lib = _library(tmp_path)
+    script = tmp_path / "probe.py"
+    script.write_text(REWRITTEN_PROBE.format(lib_dirs=[str(lib)], kept=str(tmp_path / "kept")))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert list((tmp_path / "kept").iterdir()) == []  # no kept file, no temp file left behind
+    # (the import system recompiles the damaged `.pyc`; the next process keeps it again)
+    assert {m["loader"] for m in _probe(tmp_path, [lib]).values()} == {"SourceFileLoader"}
+    assert {m["loader"] for m in _probe(tmp_path, [lib]).values()} == {"KeptLoader"}
+
+
+# imports 40 modules of ~50 KB of code each with kept modules installed, then reports the most
+# memory Python held while it kept them
+MEMORY_PROBE = """
+import sys, tracemalloc
+sys.path[1:1] = {lib_dirs!r}
+from mermaid_cli.cli import kept_modules
+kept_modules.install({kept!r})
+import importlib
+for i in range(40):
+    importlib.import_module(f"big{{i}}")
+import pathlib, mermaid_cli.core.cache_files  # (what save imports stays imported: not counted)
+tracemalloc.start()
+kept_modules.save()
+print(tracemalloc.get_traced_memory()[1])
+"""
+
+
+def test_keeping_holds_one_module_at_a_time_not_the_whole_file(tmp_path: Path) -> None:
+    lib = _library(tmp_path)
+    body = "".join(f"def f{n}():\n    return {list(range(n * 40, n * 40 + 40))!r}\n" for n in range(150))
+    for i in range(40):
+        _write(lib / f"big{i}.py", f"# module {i}\n{body}", 1_700_000_000)
+    script = tmp_path / "probe.py"
+    script.write_text(MEMORY_PROBE.format(lib_dirs=[str(lib)], kept=str(tmp_path / "kept")))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    (kept,) = _kept_files(tmp_path)
+    largest_pyc = max(p.stat().st_size for p in (lib / "__pycache__").glob("big*.pyc"))
+    assert kept.stat().st_size > 30 * largest_pyc  # the file holds them all...
+    assert int(proc.stdout) < 4 * largest_pyc + 200_000  # ...while the save held about one

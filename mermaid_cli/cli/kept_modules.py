@@ -51,6 +51,7 @@ _validate_timestamp_pyc = getattr(_bootstrap_external, "_validate_timestamp_pyc"
 
 TYPE_CHECKING = False  # not typing's: this loads before anything else (cli/entry.py)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any, TypeGuard
 
 DIRECTORY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__")
@@ -60,6 +61,7 @@ MAX_MODULES = 3000
 #: many, writing one removes the least recently written
 MAX_FILES = 8
 _LENGTH = 8  # bytes of the index's length, after the magic number
+_PYC_HEADER = 16  # a `.pyc`'s magic, flags, source mtime and size; its code follows
 
 #: (origin, is a package, source mtime_ns, source size, offset of its code after the index, length)
 Entry = tuple[str, bool, int, int, int, int]
@@ -161,7 +163,9 @@ class Kept:
     # -- writing ------------------------------------------------------------------------------
 
     def save(self) -> None:
-        """Keep the code of the modules this process imported the usual way, with what is kept."""
+        """Keep the code of the modules this process imported the usual way, with what is kept.
+        The file is written a module at a time: holding its 5-12 MB whole (and a copy to join
+        it) was a first run's peak RSS, at its very end (issue 23: RSS flat over a long run)."""
         added = _newly_imported(self.preloaded)
         if not added:
             return
@@ -174,29 +178,39 @@ class Kept:
         dirs = set(sys.path) | (set() if changed else set(self.dirs))
         for name in added:
             dirs |= _searched(name)
-        body: list[bytes] = []
         index: dict[str, Entry] = {}
         at = 0
-        for name, (origin, is_package, mtime, size, offset, length) in old.items():
-            data = os.pread(self.fd, length, self.body + offset)
-            if len(data) != length:
-                continue
+        for name, (origin, is_package, mtime, size, _offset, length) in old.items():
             index[name] = (origin, is_package, mtime, size, at, length)
-            body.append(data)
             at += length
-        for name, (origin, is_package, mtime, size, data) in added.items():
-            index[name] = (origin, is_package, mtime, size, at, len(data))
-            body.append(data)
-            at += len(data)
+        for name, pyc in added.items():
+            index[name] = (pyc.origin, pyc.is_package, pyc.mtime_ns, pyc.size, at, pyc.length)
+            at += pyc.length
         marks = {directory: _mtime(directory) for directory in sorted(dirs)}
         head = marshal.dumps((self.key, marks, index))
         from pathlib import Path
 
-        from mermaid_cli.core.cache_files import write_whole
+        from mermaid_cli.core.cache_files import write_pieces
 
-        write_whole(
-            Path(self.path), b"".join([MAGIC_NUMBER, len(head).to_bytes(_LENGTH, "little"), head, *body])
-        )
+        write_pieces(Path(self.path), self._pieces(head, old, added))
+
+    def _pieces(
+        self, head: bytes, old: dict[str, Entry], added: dict[str, _Pyc]
+    ) -> Iterator[bytes | memoryview]:
+        """The file's bytes in order; ValueError (nothing is written) when a code is not what the
+        index says: a kept entry cut short, a `.pyc` rewritten since it was checked."""
+        yield b"".join([MAGIC_NUMBER, len(head).to_bytes(_LENGTH, "little"), head])
+        for _name, (_origin, _is_package, _mtime, _size, offset, length) in old.items():
+            data = os.pread(self.fd, length, self.body + offset)
+            if len(data) != length:
+                raise ValueError("a kept entry is cut short")
+            yield data
+        for pyc in added.values():
+            with open(pyc.path, "rb") as file:
+                data = file.read()
+            if data[:_PYC_HEADER] != pyc.header or len(data) - _PYC_HEADER != pyc.length:
+                raise ValueError(f"{pyc.path} changed while it was kept")
+            yield memoryview(data)[_PYC_HEADER:]
 
 
 def _entry(entry: object) -> TypeGuard[Entry]:
@@ -209,10 +223,20 @@ def _entry(entry: object) -> TypeGuard[Entry]:
     )
 
 
-def _newly_imported(preloaded: set[str]) -> dict[str, tuple[str, bool, int, int, bytes]]:
-    """The modules the plain source loader loaded in this process, with their validated `.pyc`'s
-    code: {name: (origin, is a package, mtime_ns, size, marshalled code)}."""
-    out: dict[str, tuple[str, bool, int, int, bytes]] = {}
+class _Pyc:
+    """A module's validated `.pyc`: what the index records, and the header its code is read back
+    against when the file is written."""
+
+    def __init__(
+        self, origin: str, is_package: bool, mtime_ns: int, size: int, path: str, header: bytes, length: int
+    ) -> None:
+        self.origin, self.is_package, self.mtime_ns, self.size = origin, is_package, mtime_ns, size
+        self.path, self.header, self.length = path, header, length
+
+
+def _newly_imported(preloaded: set[str]) -> dict[str, _Pyc]:
+    """The modules the plain source loader loaded in this process, with their validated `.pyc`s."""
+    out: dict[str, _Pyc] = {}
     for name, module in list(sys.modules.items()):
         if name in preloaded:
             continue
@@ -222,29 +246,31 @@ def _newly_imported(preloaded: set[str]) -> dict[str, tuple[str, bool, int, int,
         origin = spec.origin
         if not isinstance(origin, str) or not origin.endswith(".py") or not os.path.isabs(origin):
             continue
-        kept = _validated_pyc(origin)
-        if kept is not None:
-            out[name] = (origin, spec.submodule_search_locations is not None, *kept)
+        pyc = _validated_pyc(origin, spec.submodule_search_locations is not None)
+        if pyc is not None:
+            out[name] = pyc
     return out
 
 
-def _validated_pyc(origin: str) -> tuple[int, int, bytes] | None:
-    """(mtime_ns, size, code) of `origin` from its `.pyc`, when the import system would take that
-    `.pyc` (its own checks: this magic, timestamp-checked, the source's seconds and size); else
-    None, as for a hash-checked `.pyc` (left to the import system)."""
+def _validated_pyc(origin: str, is_package: bool) -> _Pyc | None:
+    """`origin`'s `.pyc` when the import system would take it (its own checks: this magic,
+    timestamp-checked, the source's seconds and size); else None, as for a hash-checked `.pyc`
+    (left to the import system). Only the header is read here; `Kept._pieces` reads the code."""
     if _classify_pyc is None or _validate_timestamp_pyc is None:
         return None  # another Python's internals: keep nothing
     try:
         st = os.stat(origin)
-        with open(cache_from_source(origin), "rb") as f:
-            data = f.read()
+        path = cache_from_source(origin)
+        with open(path, "rb") as f:
+            header = f.read(_PYC_HEADER)
+            length = os.fstat(f.fileno()).st_size - _PYC_HEADER
         details = {"name": origin, "path": origin}
-        if _classify_pyc(data, origin, details) != 0:
+        if length <= 0 or _classify_pyc(header, origin, details) != 0:
             return None
-        _validate_timestamp_pyc(data, int(st.st_mtime), st.st_size, origin, details)
+        _validate_timestamp_pyc(header, int(st.st_mtime), st.st_size, origin, details)
     except (OSError, ValueError, TypeError, NotImplementedError, ImportError, EOFError):
         return None
-    return st.st_mtime_ns, st.st_size, data[16:]
+    return _Pyc(origin, is_package, st.st_mtime_ns, st.st_size, path, header, length)
 
 
 def _searched_in(origin: str, is_package: bool) -> str:
