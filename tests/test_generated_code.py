@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib.util
 import marshal
 import re
 import subprocess
@@ -177,33 +178,36 @@ def test_a_spoiled_regex_entry_or_a_debug_compile_is_compiled_by_re(tmp_path: Pa
 
 def _ship(path: Path, entries: dict[tuple[str, str], bytes]) -> None:
     import importlib.util
-    import zlib
 
-    path.write_bytes(zlib.compress(importlib.util.MAGIC_NUMBER + marshal.dumps(entries)))
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(entries))
 
 
 def test_a_first_run_takes_the_shipped_code_and_keeps_what_it_used(tmp_path: Path, monkeypatch) -> None:
     built = GeneratedCode(tmp_path / "built.marshal")
     _with(built, monkeypatch)
     unused = ("eval", "unused + 1")
-    _ship(tmp_path / "shipped.zlib", {**built.kept, unused: marshal.dumps(compile("0", "<string>", "eval"))})
+    _ship(tmp_path / "shipped.marshal", {**built.kept, unused: marshal.dumps(compile("0", "<string>", "eval"))})
 
     local = tmp_path / "local.marshal"
-    first = GeneratedCode(local, tmp_path / "shipped.zlib")
+    first = GeneratedCode(local, tmp_path / "shipped.marshal")
     Point, Pair = _with(first, monkeypatch)
     assert first.added == 0 and first.from_shipped  # nothing compiled: all of it was shipped
     assert Point(1, 2) == Point(1, 2) and Pair(1, 2).right == 2
     first.save()
-    second = GeneratedCode(local, tmp_path / "shipped.zlib")
+    second = GeneratedCode(local, tmp_path / "shipped.marshal")
     assert set(second.kept) == set(built.kept)  # its own file, with what the first run used only
     _with(second, monkeypatch)
     assert second.added == 0 and not second.from_shipped
 
 
-@pytest.mark.parametrize("content", [b"", b"junk", b"x\x9c" + b"\x00" * 8], ids=["empty", "junk", "bad-zlib"])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"junk", importlib.util.MAGIC_NUMBER + b"\xff\x00", importlib.util.MAGIC_NUMBER + marshal.dumps([1])],
+    ids=["empty", "junk", "bad-marshal", "not-a-dict"],
+)
 def test_a_bad_shipped_file_is_a_miss(tmp_path: Path, monkeypatch, content: bytes) -> None:
-    (tmp_path / "shipped.zlib").write_bytes(content)
-    code = GeneratedCode(tmp_path / "local.marshal", tmp_path / "shipped.zlib")
+    (tmp_path / "shipped.marshal").write_bytes(content)
+    code = GeneratedCode(tmp_path / "local.marshal", tmp_path / "shipped.marshal")
     Point, _ = _with(code, monkeypatch)
     assert Point(3).x == 3 and code.added > 0 and not code.from_shipped
 
@@ -220,7 +224,7 @@ def test_the_shipped_code_holds_what_importing_the_package_compiles() -> None:
         pytest.skip(f"no generated code is shipped for {sys.implementation.cache_tag}")
     if shipped.built_with(SHIPPED) != shipped.built_by(VERSION):
         pytest.skip(f"shipped with {shipped.built_with(SHIPPED)}, this is {shipped.built_by(VERSION)}")
-    missing = set(shipped.collect_generated_code()) - set(_load(SHIPPED, compressed=True))
+    missing = set(shipped.collect_generated_code()) - set(_load(SHIPPED))
     assert not missing, (
         f"{SHIPPED.name} is stale: run `python -m mermaid_cli.cli.shipped` ({len(missing)} missing)"
     )

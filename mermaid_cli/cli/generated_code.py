@@ -36,7 +36,6 @@ import marshal
 import re._compiler as re_compiler  # type: ignore[import-not-found]  # (no stub: internal)
 import sys
 import typing
-import zlib
 from collections.abc import Callable
 from importlib._bootstrap_external import MAGIC_NUMBER
 from pathlib import Path
@@ -50,8 +49,10 @@ FILE = (
     / "__pycache__"
     / f"generated-code.{sys.implementation.cache_tag}.marshal"
 )
-#: the shipped entries (the file's bytes, compressed), read when there is no kept file
-SHIPPED = Path(__file__).with_name(f"generated_code.{sys.implementation.cache_tag}.zlib")
+#: the shipped entries, read when there is no kept file. Not compressed: inflating its 1 MB took
+#: longer (~5 ms on a slow machine) than reading it (~2 ms), on a first run's way to its first
+#: request (issue 23: <= 0.2 s cold); the wheel compresses it all the same
+SHIPPED = Path(__file__).with_name(f"generated_code.{sys.implementation.cache_tag}.marshal")
 #: past this many kept sources the file starts again from what this process used
 MAX_KEPT = 3000
 #: what an entry is kept by: (mode, source) for code, ("re:FLAGS", pattern) for a regex program
@@ -78,7 +79,7 @@ class GeneratedCode:
         if self._kept is None:
             self._kept = _load(self.path)
             if not self._kept and self.shipped is not None:
-                self._kept = _load(self.shipped, compressed=True)
+                self._kept = _load(self.shipped)
                 self.from_shipped = bool(self._kept)
         return self._kept
 
@@ -195,17 +196,17 @@ def _regex_stand_in_fits() -> bool:
 
 
 def dump(kept: dict[Key, bytes]) -> bytes:
-    """A kept file's bytes (the shipped file is these, compressed): `_load` reads them."""
+    """A kept file's bytes (the shipped file's too): `_load` reads them."""
     return MAGIC_NUMBER + marshal.dumps(kept)
 
 
-def _load(path: Path, *, compressed: bool = False) -> dict[Key, bytes]:
+def _load(path: Path) -> dict[Key, bytes]:
     try:
-        data = zlib.decompress(path.read_bytes()) if compressed else path.read_bytes()
+        data = path.read_bytes()
         if not data.startswith(MAGIC_NUMBER):
             return {}
         kept = marshal.loads(memoryview(data)[len(MAGIC_NUMBER) :])  # (a slice would copy the file)
-    except (OSError, ValueError, EOFError, TypeError, zlib.error):
+    except (OSError, ValueError, EOFError, TypeError):
         return {}
     return kept if isinstance(kept, dict) else {}
 

@@ -1,7 +1,7 @@
 """What the package ships so that the first run after an install does not build it (issue 23):
 
 - `tools/tool_specs.json`: the default tool sets' spec entries (`run/shipped_specs.py`);
-- `cli/generated_code.<python>.zlib`: the code `dataclasses`, `collections.namedtuple`, `typing`
+- `cli/generated_code.<python>.marshal`: the code `dataclasses`, `collections.namedtuple`, `typing`
   and `re` compile while every module of the package is imported and its pydantic models are
   built (`cli/generated_code.py`), for the Python that runs this.
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import zlib
 from pathlib import Path
 
 #: the key under which the shipped generated code says what built it (never a real key: no
@@ -65,7 +64,7 @@ def render_generated_code() -> bytes:
     from mermaid_cli.cli.generated_code import dump
 
     entries = {(BUILT_WITH, built_by(VERSION)): b"", **collect_generated_code()}
-    return zlib.compress(dump(entries), 9)
+    return dump(entries)
 
 
 def built_by(pydantic_version: str) -> str:
@@ -78,7 +77,7 @@ def built_with(path: Path) -> str | None:
     """What built a shipped generated code file (`built_by`), None when there is none."""
     from mermaid_cli.cli.generated_code import _load
 
-    for kind, text in _load(path, compressed=True):
+    for kind, text in _load(path):
         if kind == BUILT_WITH:
             return str(text)
     return None
