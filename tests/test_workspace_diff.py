@@ -72,7 +72,7 @@ def test_created_modified_deleted_and_mode_change(tmp_path: Path, use_git: bool)
     original = tmp_path / "orig"
     shutil.copytree(project, original, ignore=shutil.ignore_patterns(".git"))
     snap = WorkspaceSnapshot.take(project)
-    assert (snap.tree is not None) == use_git
+    assert snap.git == use_git
     _mutate(project)
     assert sorted(snap.changed_files()) == ["gone.txt", "run.sh", "src/edit.py", "src/new.txt"]
     diff = snap.diff()
@@ -368,7 +368,7 @@ def test_a_run_that_stops_before_its_snapshot_removes_the_one_begun_at_start(
     env, log, tmp = _logged_git_project(project, tmp_path)
     out = run_mermaid(["exec", "--resume", "x", "--continue", "go"], project, env=env)
     assert out.code == 2 and "cannot be used together" in out.stderr
-    assert "write-tree" in log.read_text()  # it was begun, and then removed
+    assert "add -A" in log.read_text()  # it was begun, and then removed
     assert list(tmp.iterdir()) == []
 
 
@@ -455,12 +455,40 @@ def test_git_with_the_kernels_reports_finds_what_a_whole_tree_status_finds(tmp_p
     root = tmp_path_factory.mktemp("g")
     _git_tree(root)
     snap = WorkspaceSnapshot.take(root)
-    assert snap.git_watch is not None and snap.index is not None and snap.tree is not None
+    assert snap.git_watch is not None and snap.index is not None and snap.git
     for op in ops:
         _apply_op(root, *op)
     reported = snap._reported_paths()
-    whole = sorted(snap.index.names_since(snap.tree))
-    assert sorted(snap.index.names_since(snap.tree, reported)) == whole
+    whole = sorted(snap.index.names_since())
+    assert sorted(snap.index.names_since(reported)) == whole
+    snap.close()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_the_snapshots_tree_is_written_only_for_a_diff_and_is_the_tree_the_run_found(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from mermaid_cli.run import workspace_diff
+
+    calls: list[str] = []
+    real = workspace_diff._git
+
+    def recorded(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
+        calls.append(args[0])
+        return real(root, *args, env=env)
+
+    monkeypatch.setattr(workspace_diff, "_git", recorded)
+    root = tmp_path / "g"
+    _git_tree(root)
+    snap = WorkspaceSnapshot.take(root)
+    (root / "a/c.txt").write_text("changed after the snapshot\n")
+    snap.changed()
+    assert snap.changed_files() == ["a/c.txt"]
+    assert "write-tree" not in calls  # a run without --diff-out never writes it
+    diff = snap.diff()
+    assert calls.count("write-tree") == 1
+    assert "-a/c.txt\n" in diff and "+changed after the snapshot" in diff  # against the tree as found
+    assert snap.diff() == diff and calls.count("write-tree") == 1  # written once
     snap.close()
 
 

@@ -1,9 +1,10 @@
 """What a run changed in the project: a snapshot before the run and a unified diff after it.
 
-With git, the snapshot is a tree object written through a private index (the user's index and
-work tree are never touched): it starts as a copy of git's own index, so `git add -A` only
-rehashes files whose stat changed; untracked-but-not-ignored files are included and `git diff
---binary` gives a patch `git apply` takes. On Linux the kernel's reports (`workspace_watch`, every
+With git, the snapshot is a private index (the user's index and work tree are never touched): it
+starts as a copy of git's own index, so `git add -A` only rehashes files whose stat changed;
+untracked-but-not-ignored files are included. Its tree object is written only when a diff needs
+it (`git diff --binary` against it gives a patch `git apply` takes): a run without `--diff-out`
+spawns one git process fewer while the run's modules load (issue 23). On Linux the kernel's reports (`workspace_watch`, every
 directory but `.git` ones, watched before the tree is written) narrow each comparison's `git
 status` to the paths reported changed. Without git, `workspace_stat` keeps the names and
 the moment of the snapshot, and only the content a diff will need (see there for the trade-off);
@@ -75,8 +76,9 @@ class _GitIndex:
     def __init__(self, root: Path, index: Path, exclude: frozenset[str], prefix: str = "") -> None:
         self.root = root
         self.prefix = prefix  # `root` relative to the work tree's top ("" or "sub/dir/")
-        #: the index holds the snapshot's tree until the work tree is staged again (`diff_since`)
+        #: the index holds the snapshot until the work tree is staged again (`diff_since`)
         self.staged = False
+        self._tree: str | None = None  # the snapshot's tree object, once written
         self.tmp = Path(tempfile.mkdtemp(prefix="mermaid-idx-"))
         self.path = self.tmp / "index"
         if index.is_file():
@@ -93,17 +95,26 @@ class _GitIndex:
     def add(self) -> None:
         _git(self.root, "add", "-A", *self.pathspec, env=self.env)
 
-    def write_tree(self) -> str:
+    def take(self) -> None:
+        """Stage the work tree as the run finds it: from now on the index is the snapshot."""
         self.add()
-        tree = _git(self.root, "write-tree", env=self.env).decode().strip()
         self.staged = False
-        return tree
 
-    def names_since(self, tree: str, paths: list[str] | None = None) -> list[str]:
-        """What differs from `tree`: under `paths` (root-relative, a directory for its whole
+    def tree(self) -> str:
+        """The snapshot's tree object, written on first use: before it, nothing stages the work
+        tree again (only `diff_since` does, and it asks for the tree first)."""
+        if self._tree is None:
+            if self.staged:
+                raise RuntimeError("the snapshot's index was staged over before its tree was written")
+            self._tree = _git(self.root, "write-tree", env=self.env).decode().strip()
+        return self._tree
+
+    def names_since(self, paths: list[str] | None = None) -> list[str]:
+        """What differs from the snapshot: under `paths` (root-relative, a directory for its whole
         subtree) only, or everywhere when None."""
         if not self.staged:
             return self._unstaged_names(paths)
+        tree = self.tree()
         self.add()
         out = _git(
             self.root, "diff", "--cached", "--name-only", "--no-renames", "--relative", tree, env=self.env
@@ -140,7 +151,8 @@ class _GitIndex:
                     names.append(path[len(self.prefix) :])
         return names
 
-    def diff_since(self, tree: str) -> str:
+    def diff_since(self) -> str:
+        tree = self.tree()
         self.add()
         self.staged = True
         raw = _git(
@@ -159,7 +171,8 @@ class WorkspaceSnapshot:
     def __init__(self, root: Path, exclude: frozenset[str] = frozenset()) -> None:
         self.root = root
         self.exclude = exclude
-        self.tree: str | None = None
+        #: a git snapshot (`index`; kept as a mode once `settle` drops the index), else `stat`
+        self.git = False
         self.index: _GitIndex | None = None
         #: with git: the kernel's reports of what changed, so a comparison asks git about those
         #: paths only (a `git status` of 30,000 files is ~0.1 s)
@@ -185,13 +198,14 @@ class WorkspaceSnapshot:
             snap.git_watch = _git_tree_watch(root)  # before the tree is written: nothing falls between
             try:
                 snap.index = _GitIndex(root, found[0], exclude, found[1])
-                snap.tree = snap.index.write_tree()
+                snap.index.take()
+                snap.git = True
             except (subprocess.SubprocessError, OSError):
                 if snap.index is not None:
                     snap.index.close()
-                snap.index = snap.tree = None
+                snap.index = None
                 snap._stop_git_watch()
-        if snap.tree is None:
+        if not snap.git:
             from mermaid_cli.run.workspace_stat import StatSnapshot
 
             snap.stat = StatSnapshot(root, exclude)
@@ -253,8 +267,8 @@ class WorkspaceSnapshot:
                 changes = self.stat.compare()
                 names = [c.rel for c in changes]
             else:
-                assert self.index is not None and self.tree is not None
-                names, changes = self.index.names_since(self.tree, self._reported_paths()), []
+                assert self.index is not None
+                names, changes = self.index.names_since(self._reported_paths()), []
             self._last_cost = time.perf_counter() - start
             self._result = (generation, names, changes)
             return names, changes
@@ -323,10 +337,10 @@ class WorkspaceSnapshot:
 
     def diff(self) -> str:
         names, changes = self._current()
-        if self.tree is not None:
+        if self.git:
             if self.index is None:
                 raise RuntimeError("the snapshot was settled without keeping its diff")
-            return self.index.diff_since(self.tree) if names else ""
+            return self.index.diff_since() if names else ""
         from mermaid_cli.run.workspace_patch import render
 
         assert self.stat is not None
