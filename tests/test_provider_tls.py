@@ -66,3 +66,31 @@ async def test_an_http_client_sent_to_https_fails_closed(tls_server, monkeypatch
     finally:
         await transport.aclose()
     assert server.requests == []
+
+
+# a process that starts building an https context (slowly, as a large bundle on a slow disk would)
+# and exits at once, never asking for it
+EXITS_EARLY = """
+import sys, time
+from mermaid_cli.providers import tls
+def slow():
+    time.sleep(0.3)
+    open(sys.argv[1], "w").write("built")
+    return tls.trustless_context()
+tls.verified_context = slow
+tls.TlsContext("https://api.example.invalid")
+"""
+
+
+def test_the_exit_waits_for_a_context_being_built(tmp_path: Path) -> None:
+    # OpenSSL frees its tables at exit: a CA bundle parsed on the worker meanwhile crashed the
+    # process (SIGSEGV in ~1 exit of 50 where a provider was created and never used)
+    import subprocess
+    import sys
+
+    marker = tmp_path / "built"
+    done = subprocess.run(
+        [sys.executable, "-c", EXITS_EARLY, str(marker)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert marker.read_text() == "built"  # the worker finished before the process ended

@@ -50,7 +50,11 @@ class TlsContext:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         if not self.plain:
-            self._thread = threading.Thread(target=self._build, name="mermaid-tls", daemon=True)
+            # not a daemon: the interpreter's exit waits for it. OpenSSL frees its tables at exit
+            # (OPENSSL_cleanup), and a bundle still being parsed then crashed the process
+            # (SIGSEGV, ~1 exit in 50 when a provider was created and never used). `mermaid exec`
+            # ends with os._exit, which runs no cleanup and waits for nothing
+            self._thread = threading.Thread(target=self._build, name="mermaid-tls", daemon=False)
             self._thread.start()
 
     def _build(self) -> None:
