@@ -50,16 +50,21 @@ def _library(root: Path) -> Path:
     return lib
 
 
-def _probe(root: Path, lib_dirs: list[Path], **env: str) -> dict[str, dict[str, object]]:
+def _run(root: Path, probe: str, lib_dirs: list[Path], **env: str) -> str:
+    """Run `probe` (formatted with lib_dirs and the kept directory) as root/probe.py; its stdout."""
     script = root / "probe.py"  # (a script's own directory is an absolute `sys.path` entry)
-    script.write_text(PROBE.format(lib_dirs=[str(d) for d in lib_dirs], kept=str(root / "kept")))
+    script.write_text(probe.format(lib_dirs=[str(d) for d in lib_dirs], kept=str(root / "kept")))
     full = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
     full.update(env)
     proc = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=full, timeout=60, cwd=root
     )
     assert proc.returncode == 0, proc.stderr
-    result: dict[str, dict[str, object]] = json.loads(proc.stdout)
+    return proc.stdout
+
+
+def _probe(root: Path, lib_dirs: list[Path], **env: str) -> dict[str, dict[str, object]]:
+    result: dict[str, dict[str, object]] = json.loads(_run(root, PROBE, lib_dirs, **env))
     return result
 
 
@@ -211,11 +216,7 @@ kept_modules.save()
 
 def test_a_bytecode_file_rewritten_after_its_check_keeps_nothing(tmp_path: Path) -> None:
     lib = _library(tmp_path)
-    script = tmp_path / "probe.py"
-    script.write_text(REWRITTEN_PROBE.format(lib_dirs=[str(lib)], kept=str(tmp_path / "kept")))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    _run(tmp_path, REWRITTEN_PROBE, [lib])
     assert list((tmp_path / "kept").iterdir()) == []  # no kept file, no temp file left behind
     # (the import system recompiles the damaged `.pyc`; the next process keeps it again)
     assert {m["loader"] for m in _probe(tmp_path, [lib]).values()} == {"SourceFileLoader"}
@@ -244,12 +245,8 @@ def test_keeping_holds_one_module_at_a_time_not_the_whole_file(tmp_path: Path) -
     body = "".join(f"def f{n}():\n    return {list(range(n * 40, n * 40 + 40))!r}\n" for n in range(150))
     for i in range(40):
         _write(lib / f"big{i}.py", f"# module {i}\n{body}", 1_700_000_000)
-    script = tmp_path / "probe.py"
-    script.write_text(MEMORY_PROBE.format(lib_dirs=[str(lib)], kept=str(tmp_path / "kept")))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    peak = int(_run(tmp_path, MEMORY_PROBE, [lib]))
     (kept,) = _kept_files(tmp_path)
     largest_pyc = max(p.stat().st_size for p in (lib / "__pycache__").glob("big*.pyc"))
     assert kept.stat().st_size > 30 * largest_pyc  # the file holds them all...
-    assert int(proc.stdout) < 4 * largest_pyc + 200_000  # ...while the save held about one
+    assert peak < 4 * largest_pyc + 200_000  # ...while the save held about one

@@ -4,9 +4,9 @@ With git, the snapshot is a private index (the user's index and work tree are ne
 starts as a copy of git's own index, so `git add -A` only rehashes files whose stat changed;
 untracked-but-not-ignored files are included. Its tree object is written only when a diff needs
 it (`git diff --binary` against it gives a patch `git apply` takes): a run without `--diff-out`
-spawns one git process fewer while the run's modules load (issue 23). On Linux the kernel's reports (`workspace_watch`, every
-directory but `.git` ones, watched before the tree is written) narrow each comparison's `git
-status` to the paths reported changed. Without git, `workspace_stat` keeps the names and
+spawns one git process fewer while the run's modules load (issue 23). On Linux the kernel's
+reports (`workspace_watch`, every directory but `.git` ones, watched before the work tree is
+staged) narrow each comparison's `git status` to the paths reported changed. Without git, `workspace_stat` keeps the names and
 the moment of the snapshot, and only the content a diff will need (see there for the trade-off);
 the kernel's reports (`workspace_watch`) or one `find` tell what to compare (`workspace_compare`).
 
@@ -98,7 +98,6 @@ class _GitIndex:
     def take(self) -> None:
         """Stage the work tree as the run finds it: from now on the index is the snapshot."""
         self.add()
-        self.staged = False
 
     def tree(self) -> str:
         """The snapshot's tree object, written on first use: before it, nothing stages the work
@@ -195,7 +194,7 @@ class WorkspaceSnapshot:
         start = time.perf_counter()
         found = _git_index_path(root) if shutil.which(_exe("git")) else None
         if found is not None:
-            snap.git_watch = _git_tree_watch(root)  # before the tree is written: nothing falls between
+            snap.git_watch = _git_tree_watch(root)  # before the work tree is staged: nothing falls between
             try:
                 snap.index = _GitIndex(root, found[0], exclude, found[1])
                 snap.index.take()
