@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mermaid_cli.run.workspace_git import UNSURE, find_index
 from mermaid_cli.run.workspace_watch import TreeWatch
 from mermaid_cli.security.childenv import SAFE_GIT, scrubbed_env
 
@@ -46,6 +47,9 @@ REFRESH_MAX_S = 0.5
 REFRESH_SHARE = 0.2
 #: a stat comparison that last took at most this long is redone in place, not on a thread
 INLINE_MAX_S = 0.002
+#: a tree with at most this many entries (files and directories, `.git` ones aside) has its
+#: directories listed in-process for the kernel's watch, a larger one by `find`
+INLINE_WALK_ENTRIES = 2000
 #: more paths reported changed than this, and a git comparison runs over the whole tree
 MAX_PATHSPECS = 2000
 #: Mermaid's own directory in the project (sessions, project config): never a run's change
@@ -491,31 +495,69 @@ def stream_target(stream: object) -> Path | None:
 
 def _git_tree_watch(root: Path) -> TreeWatch | None:
     """A kernel watch of every directory under `root` but `.git` ones and the root's `.mermaid`
-    (never the run's changes), listed by one `find` that reads directories only; None where
-    there is none (not Linux, no inotify, too many directories)."""
+    (never the run's changes): a small tree's directories are listed here, a larger one's by one
+    `find` that reads directories only; None where there is none (not Linux, no inotify, too many
+    directories)."""
     if not sys.platform.startswith("linux"):
         return None
-    # `-printf ""` keeps find's optimiser from moving the name tests before `-type d` (see
-    # workspace_stat._prune): otherwise every file's name is matched too
-    prune = [*"( -type d -printf".split(), "", *f"( -name .git -o -path ./{OWN_DIR} ) -prune )".split()]
+    dirs = _small_tree_dirs(root)
+    if dirs is None:
+        # `-printf ""` keeps find's optimiser from moving the name tests before `-type d` (see
+        # workspace_stat._prune): otherwise every file's name is matched too
+        prune = [*"( -type d -printf".split(), "", *f"( -name .git -o -path ./{OWN_DIR} ) -prune )".split()]
+        try:
+            out = subprocess.run(
+                [_exe("find"), ".", *prune, "-o", "-type", "d", "-printf", r"%P\0"],
+                cwd=root,
+                env=scrubbed_env(os.environ),  # find's /proc/PID/environ is readable by the model's commands
+                capture_output=True,
+                check=True,
+                timeout=120,
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        dirs = [d for d in out.decode("utf-8", "surrogateescape").split("\0") if d]
     try:
-        out = subprocess.run(
-            [_exe("find"), ".", *prune, "-o", "-type", "d", "-printf", r"%P\0"],
-            cwd=root,
-            env=scrubbed_env(os.environ),  # find's /proc/PID/environ is readable by the model's commands
-            capture_output=True,
-            check=True,
-            timeout=120,
-        ).stdout
-        dirs = ["", *(d for d in out.decode("utf-8", "surrogateescape").split("\0") if d)]
-        return TreeWatch(root, dirs)
-    except (OSError, subprocess.SubprocessError):
+        return TreeWatch(root, ["", *dirs])
+    except OSError:
         return None
+
+
+def _small_tree_dirs(root: Path, budget: int = INLINE_WALK_ENTRIES) -> list[str] | None:
+    """What the `find` in `_git_tree_watch` lists (every directory below `root`, relative, but
+    `.git` ones and the root's `.mermaid`; symlinks not followed), read in-process while the tree
+    has at most `budget` entries: a process started while the run's modules load slows them down.
+    None past the budget, or where a directory cannot be read (find would fail there too)."""
+    dirs: list[str] = []
+    stack = [""]
+    seen = 0
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(root / rel_dir if rel_dir else root) as it:
+                for entry in it:
+                    seen += 1
+                    if seen > budget:
+                        return None
+                    if entry.name == ".git" or (not rel_dir and entry.name == OWN_DIR):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                        dirs.append(rel)
+                        stack.append(rel)
+        except OSError:
+            return None
+    return dirs
 
 
 def _git_index_path(root: Path) -> tuple[Path, str] | None:
     """The repository's index file and `root`'s path in the work tree ("" at its top, else
-    "sub/dir/") when `root` is inside a git work tree (one git call)."""
+    "sub/dir/") when `root` is inside a git work tree: read without git in the plain case
+    (`workspace_git`), else one git call."""
+    env = scrubbed_env(os.environ)
+    found = find_index(root, env)
+    if found != UNSURE:
+        return found
     try:
         out = _git(
             root,
@@ -525,6 +567,7 @@ def _git_index_path(root: Path) -> tuple[Path, str] | None:
             "--git-path",
             "index",
             "--show-prefix",
+            env=env,
         )
     except (subprocess.SubprocessError, OSError):
         return None
