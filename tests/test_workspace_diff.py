@@ -198,20 +198,21 @@ def test_run_in_a_large_tree_keeps_tool_writes_and_sees_shell_writes(project: Pa
 
 
 @pytest.mark.skipif(not workspace_stat.find_works(Path(".")), reason="no GNU find")
-def test_python_walker_finds_what_find_finds(tmp_path: Path) -> None:
+def test_python_walker_finds_what_find_finds(tmp_path: Path, monkeypatch) -> None:
     project = tmp_path / "p"
     _tree(project)
     (project / "with space.txt").write_text("s\n")
     os.symlink("src/keep.py", project / "link")
     (project / "node_modules").mkdir()
     (project / "node_modules/skip.js").write_text("x\n")
+    by_python = WorkspaceSnapshot.take(project)  # a small tree: listed in-process, no find yet
+    monkeypatch.setattr(workspace_stat, "INLINE_WALK_ENTRIES", 0)
     by_find = WorkspaceSnapshot.take(project)
-    by_python = WorkspaceSnapshot.take(project)
     assert by_python.stat is not None and by_find.stat is not None
+    assert (by_python.stat.use_find, by_find.stat.use_find) == (None, True)
     by_python.stat.use_find = False
     by_python.stat.stop_watching()  # both compare by walking the tree: find against Python
     by_find.stat.stop_watching()
-    by_python.stat.names = b"\0" + workspace_stat.py_walk(project, None)
     assert sorted(by_python.stat.names.split(b"\0")) == sorted(by_find.stat.names.split(b"\0"))
     _mutate(project)
     shutil.rmtree(project / "src")
@@ -538,3 +539,31 @@ def test_mermaids_own_git_runs_nothing_the_repository_configures(tmp_path: Path)
     assert "new.txt" in snap.diff()
     snap.close()
     assert not marker.exists()
+
+
+def test_a_small_tree_starts_no_process_and_a_large_one_is_left_to_find(tmp_path: Path, monkeypatch) -> None:
+    """Processes started while the run's modules load slow them down (issue 23): a small tree's
+    snapshot lists it in-process, git or not; past the budget, `find` lists it as before."""
+    spawned: list[str] = []
+    real_popen_init = subprocess.Popen.__init__
+
+    def logged(self, args, *rest, **kwargs):
+        spawned.append(os.path.basename(str(args[0])))
+        real_popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", logged)
+    plain, repo = tmp_path / "plain", tmp_path / "repo"
+    _tree(plain)
+    _tree(repo)
+    if HAS_GIT:
+        _git_init(repo)
+    spawned.clear()
+    for root in (plain, repo) if HAS_GIT else (plain,):
+        WorkspaceSnapshot.take(root).close()
+    assert spawned == (["git"] if HAS_GIT else [])  # the git snapshot's `add -A`, nothing else
+    monkeypatch.setattr(workspace_stat, "INLINE_WALK_ENTRIES", 3)
+    spawned.clear()
+    snap = WorkspaceSnapshot.take(plain)
+    assert spawned and set(spawned) == {"find"}  # whether find works, then the listing (GNU find)
+    assert snap.stat is not None and snap.stat.use_find is not None
+    snap.close()

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mermaid_cli.run.workspace_git import UNSURE, find_index
-from mermaid_cli.run.workspace_watch import TreeWatch
+from mermaid_cli.run.workspace_watch import INLINE_WALK_ENTRIES, TreeWatch
 from mermaid_cli.security.childenv import SAFE_GIT, scrubbed_env
 
 if TYPE_CHECKING:  # the stat snapshot is a non-git tree's: a git one never loads it
@@ -47,9 +47,6 @@ REFRESH_MAX_S = 0.5
 REFRESH_SHARE = 0.2
 #: a stat comparison that last took at most this long is redone in place, not on a thread
 INLINE_MAX_S = 0.002
-#: a tree with at most this many entries (files and directories, `.git` ones aside) has its
-#: directories listed in-process for the kernel's watch, a larger one by `find`
-INLINE_WALK_ENTRIES = 2000
 #: more paths reported changed than this, and a git comparison runs over the whole tree
 MAX_PATHSPECS = 2000
 #: Mermaid's own directory in the project (sessions, project config): never a run's change

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mermaid_cli.run.workspace_watch import TreeWatch
+from mermaid_cli.run.workspace_watch import INLINE_WALK_ENTRIES, TreeWatch
 from mermaid_cli.security.childenv import scrubbed_env
 
 if TYPE_CHECKING:
@@ -135,11 +135,17 @@ def _type(mode: int) -> bytes | None:
     return b"f" if stat.S_ISREG(mode) else None
 
 
-def py_walk(root: Path, since_ns: int | None, start: str = "") -> bytes:
-    """What the two `find` calls print, for a system without GNU find; also the walk of one
-    subtree (`start`, relative to `root`) that the comparison checks whole."""
+class WalkTooLarge(Exception):
+    """A walk met more entries than its budget."""
+
+
+def py_walk(root: Path, since_ns: int | None, start: str = "", budget: int | None = None) -> bytes:
+    """What the two `find` calls print, for a system without GNU find or a small tree; also the
+    walk of one subtree (`start`, relative to `root`) that the comparison checks whole. Past
+    `budget` entries (skipped directories' contents not counted) it raises WalkTooLarge."""
     out: list[bytes] = []
     stack = [start]
+    seen = 0
     while stack:
         rel_dir = stack.pop()
         try:
@@ -148,6 +154,9 @@ def py_walk(root: Path, since_ns: int | None, start: str = "") -> bytes:
             continue
         with it:
             for entry in it:
+                seen += 1
+                if budget is not None and seen > budget:
+                    raise WalkTooLarge(f"more than {budget} entries")
                 rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
@@ -267,15 +276,21 @@ class StatSnapshot:
     def __init__(self, root: Path, exclude: frozenset[str], watch: bool = True) -> None:
         self.root = root
         self.exclude = exclude
-        self.use_find = find_works(root)  # one walker for both walks
         # the root's entries, as find lists them (skipped directories left out)
         top = dir_entries(str(root))
         self.top = {name: kind for name, kind in top.items() if kind != b"d" or name not in SKIP_DIRS}
         # every record starts after a NUL: one regex anchors them all; records are `TYPE ./PATH`
-        if self.use_find:
-            self.names = run_find(root, ["-printf", NAMES_FORMAT], lead=b"\0")
-        else:
-            self.names = bytearray(b"\0" + py_walk(root, None))
+        #: find for the whole-tree walks (None: not asked yet); a small tree is walked in-process,
+        #: since a process started while the run's modules load slows them down (issue 23)
+        self.use_find: bool | None = None
+        try:
+            self.names = bytearray(b"\0" + py_walk(root, None, budget=INLINE_WALK_ENTRIES))
+        except WalkTooLarge:
+            self.use_find = find_works(root)  # one walker for both walks
+            if self.use_find:
+                self.names = run_find(root, ["-printf", NAMES_FORMAT], lead=b"\0")
+            else:
+                self.names = bytearray(b"\0" + py_walk(root, None))
         self.watch: TreeWatch | None = None
         if watch and sys.platform.startswith("linux"):
             found = re.findall(rb"\0d \./([^\0]*)", self.names)
@@ -327,6 +342,8 @@ class StatSnapshot:
     def _walked(self) -> tuple[dict[str, FileStat | None], set[str], set[str]]:
         """Candidates from one walk of the whole tree: files and directories with a newer ctime."""
         since = self.since_ns - COARSE_TICK_NS
+        if self.use_find is None:
+            self.use_find = find_works(self.root)
         if self.use_find:
             stamp = _stamp(since).decode()
             raw: bytes | bytearray = run_find(self.root, ["-newerct", f"@{stamp}", "-printf", CHANGED_FORMAT])

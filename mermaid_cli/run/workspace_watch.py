@@ -49,6 +49,10 @@ ENTRIES = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
 GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED
 MASK = CONTENT | ENTRIES | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW
 MAX_WATCHES = 65_536
+#: a tree with at most this many entries is listed in-process when a snapshot begins, a larger one
+#: by `find`: a process started while the run's modules load slows them down (issue 23), and
+#: walking a small tree costs less than starting one
+INLINE_WALK_ENTRIES = 2000
 _HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
 
 
