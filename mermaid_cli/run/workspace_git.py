@@ -104,7 +104,10 @@ def _git_dir_at(directory: Path) -> Literal["plain", "none"] | Unsure:
         and os.path.isdir(dot_git / "refs")
     ):
         return UNSURE  # git would pass over it and look further up: let it
-    uid = os.geteuid()
+    geteuid = getattr(os, "geteuid", None)  # (none on Windows, where git's check differs)
+    if geteuid is None:
+        return UNSURE
+    uid = geteuid()
     if st.st_uid != uid or os.stat(directory).st_uid != uid:
         return UNSURE  # git's ownership check (safe.directory) decides
     with open(dot_git / "config", "rb") as f:
