@@ -16,6 +16,8 @@ from pathlib import Path
 from conftest import call, say
 from provider_fixtures import FakeProviderServer, fake_env
 
+from mermaid_cli.run.workspace_watch import INLINE_WALK_ENTRIES
+
 SECRET = "sk-ant-internal-children-0123456789abcdef"
 
 PROBE = r"""
@@ -69,6 +71,10 @@ def test_no_internal_child_inherits_a_secret(tmp_path: Path, isolated_env) -> No
     for project in (_git_project(tmp_path / "git"), tmp_path / "plain"):
         project.mkdir(exist_ok=True)
         (project / "a.txt").write_text("hello\n")
+        if project.name == "plain":  # past what a snapshot lists in-process: `find` lists it
+            (project / "many").mkdir()
+            for n in range(INLINE_WALK_ENTRIES):
+                (project / "many" / str(n)).touch()
         with FakeProviderServer(SCRIPT) as server:
             seen = _started(project, fake_env(server, key=SECRET))
         names = {Path(s["argv"][0]).name for s in seen}
