@@ -2,7 +2,9 @@
 
 Any change to a file — content, mode, a rename onto it, a creation — sets its ctime to "now", and
 no user call can set a ctime back. So the baseline needs no stat of any file: it is the list of
-names (`find -printf '%y %P'`, which reads directories only), plus the moment it finished. What
+names (`find -printf '%y %P'`, which reads directories only; a tree of at most
+INLINE_WALK_ENTRIES entries is listed in-process instead, since a process started while the run's
+modules load slows them down), plus the moment it finished. What
 changed since is found one of two ways, both costing what changed, not what exists (the decision
 is `workspace_compare`'s): the kernel's reports (`workspace_watch`: one inotify watch per
 directory, Linux), or, without them, one `find -newerct` (its own process: C, the other core) that
@@ -139,6 +141,13 @@ class WalkTooLarge(Exception):
     """A walk met more entries than its budget."""
 
 
+def _entry_type(entry: os.DirEntry[str]) -> bytes | None:
+    """`_type` of what `entry` names (not following a symlink), from its d_type where it has one."""
+    if entry.is_symlink():
+        return b"l"
+    return b"f" if entry.is_file(follow_symlinks=False) else None
+
+
 def py_walk(root: Path, since_ns: int | None, start: str = "", budget: int | None = None) -> bytes:
     """What the two `find` calls print, for a system without GNU find or a small tree; also the
     walk of one subtree (`start`, relative to `root`) that the comparison checks whole. Past
@@ -164,8 +173,8 @@ def py_walk(root: Path, since_ns: int | None, start: str = "", budget: int | Non
                         continue
                     if is_dir:
                         stack.append(rel)
-                    if since_ns is None:
-                        kind = b"d" if is_dir else _type(entry.stat(follow_symlinks=False).st_mode)
+                    if since_ns is None:  # the type only: the entry's d_type, no stat where it has one
+                        kind = b"d" if is_dir else _entry_type(entry)
                         if kind is not None:
                             out.append(b"%s ./%s\0" % (kind, rel.encode("utf-8", "surrogateescape")))
                         continue
