@@ -180,7 +180,8 @@ def test_a_repository_owned_by_someone_else_is_left_to_git(tmp_path: Path, owned
     repo = _init(tmp_path / "repo")
     os.chown(repo if owned == "work tree" else repo / ".git", 65534, 65534)
     assert _agrees(repo) == UNSURE
-    assert _git_says(repo, _env()) is None  # git refuses it (safe.directory), as the caller will learn
+    # git refuses it (safe.directory), as the caller will learn (no user or system config here)
+    assert _git_says(repo, _env(HOME=str(tmp_path), GIT_CONFIG_NOSYSTEM="1")) is None
 
 
 def test_no_repository_is_none_or_left_to_git_never_a_wrong_answer(tmp_path: Path) -> None:
