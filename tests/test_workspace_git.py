@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -309,3 +310,25 @@ def test_a_tree_past_the_budget_is_left_to_find(tmp_path: Path) -> None:
     watch = workspace_diff._git_tree_watch(tmp_path)  # over the default budget or not, all 31 dirs
     assert watch is not None and len(watch.paths) == 31
     watch.close()
+
+
+@pytest.mark.parametrize("planted", ["fifo", "device", "directory"])
+def test_a_config_that_is_no_regular_file_is_left_to_git_without_blocking(
+    tmp_path: Path, planted: str
+) -> None:
+    """A hostile repository's `.git/config` as a FIFO would block a plain read forever (the run
+    would hang on its snapshot); it is never read, and git (with its own timeout) decides."""
+    repo = _init(tmp_path / "repo")
+    config = repo / ".git" / "config"
+    config.unlink()
+    if planted == "fifo":
+        os.mkfifo(config)
+    elif planted == "device":
+        config.symlink_to("/dev/zero")
+    else:
+        config.mkdir()
+    done: list[object] = []
+    worker = threading.Thread(target=lambda: done.append(find_index(repo, _env())), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done == [UNSURE]

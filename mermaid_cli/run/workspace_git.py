@@ -110,11 +110,22 @@ def _git_dir_at(directory: Path) -> Literal["plain", "none"] | Unsure:
     uid = geteuid()
     if st.st_uid != uid or os.stat(directory).st_uid != uid:
         return UNSURE  # git's ownership check (safe.directory) decides
-    with open(dot_git / "config", "rb") as f:
-        config = f.read(_MAX_CONFIG + 1)
-    if len(config) > _MAX_CONFIG or _may_move_work_tree(config):
+    config = _read_regular(dot_git / "config")
+    if config is None or len(config) > _MAX_CONFIG or _may_move_work_tree(config):
         return UNSURE
     return "plain"
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """Up to `_MAX_CONFIG` + 1 bytes of a regular file; None for anything else (a FIFO planted as
+    `.git/config` must not block the snapshot: opened without blocking, then checked)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _MAX_CONFIG + 1)
+    finally:
+        os.close(fd)
 
 
 def _may_move_work_tree(config: bytes) -> bool:
