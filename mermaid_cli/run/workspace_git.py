@@ -134,7 +134,7 @@ def _may_move_work_tree(config: bytes) -> bool:
     lowered = config.lower()
     if b"worktree" in lowered or b"include" in lowered:
         return True
-    for line in config.splitlines():
-        if line.strip().lower().startswith(b"bare") and not _BARE_FALSE.match(line):
+    for line in lowered.splitlines():
+        if line.strip().startswith(b"bare") and not _BARE_FALSE.match(line):
             return True
     return False
