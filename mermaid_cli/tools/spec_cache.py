@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -47,12 +48,17 @@ def _sources(by_content: bool) -> list[tuple[str, int, int] | tuple[str, str]]:
     """Every module the key covers, by its size and mtime, or by its content's digest."""
     files: list[tuple[str, int, int] | tuple[str, str]] = []
     for name in SOURCE_DIRS:
-        for path in sorted((PACKAGE / name).glob("*.py")):
+        directory = os.path.join(PACKAGE, name)
+        with os.scandir(directory) as entries:  # not Path.glob: ~3 ms of a run's set-up (issue 23)
+            found = sorted(entry.name for entry in entries if entry.name.endswith(".py"))
+        for file in found:
+            path = os.path.join(directory, file)
             if by_content:
-                files.append((f"{name}/{path.name}", hashlib.sha256(path.read_bytes()).hexdigest()))
+                with open(path, "rb") as source:
+                    files.append((f"{name}/{file}", hashlib.sha256(source.read()).hexdigest()))
             else:
-                st = path.stat()
-                files.append((f"{name}/{path.name}", st.st_mtime_ns, st.st_size))
+                st = os.stat(path)
+                files.append((f"{name}/{file}", st.st_mtime_ns, st.st_size))
     return files
 
 
