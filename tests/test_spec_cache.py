@@ -25,7 +25,8 @@ ANSWER = [
 ]
 
 
-def test_warm_cache_sends_the_same_request_as_a_cold_run(project, isolated_env):
+def test_warm_cache_sends_the_same_request_as_a_cold_run(project, isolated_env, tmp_path, monkeypatch):
+    monkeypatch.setattr(spec_cache, "SHARED_DIR", tmp_path / "shared")  # the first run is cold
     bodies = []
     for _ in range(2):
         with FakeProviderServer(ANSWER) as server:
@@ -36,6 +37,22 @@ def test_warm_cache_sends_the_same_request_as_a_cold_run(project, isolated_env):
             bodies.append(json.dumps(server.requests[0]["body"], sort_keys=True))
     assert bodies[0] == bodies[1]
     assert list((data_dir() / "cache" / "tool-specs").glob("*.json"))
+
+
+def test_a_shared_entry_is_read_where_it_is_not_copied_into_a_fresh_data_dir(
+    project, isolated_env, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(spec_cache, "SHARED_DIR", tmp_path / "shared")
+    for home in ("first", "second"):  # two CI jobs: the package is shared, each $HOME is fresh
+        monkeypatch.setenv("MERMAID_DATA_DIR", str(tmp_path / home))
+        with FakeProviderServer(ANSWER) as server:
+            out = run_inprocess(
+                ["--json", "--model", "anthropic/claude-sonnet-4-5", "hi"], project, env=fake_env(server)
+            )
+        assert out.code == 0, out.stderr
+    assert list((tmp_path / "shared").glob("*.json"))  # written by the first run (from the shipped entry)
+    assert list((tmp_path / "first" / "cache" / "tool-specs").glob("*.json"))
+    assert not (tmp_path / "second" / "cache" / "tool-specs").exists()  # read from the shared dir
 
 
 def counted_groups(settings: Settings, loads: list[str]) -> spec_cache.ToolGroups:

@@ -125,9 +125,9 @@ def cached_registry(
     except OSError:
         return spec_cache.build(groups, tool_filter)[0]
     cache_dir = data_dir(env) / "cache" / "tool-specs"
-    cached = spec_cache.load(cache_dir, key)
-    if cached is None and (cached := spec_cache.load(spec_cache.SHARED_DIR, key)) is not None:
-        spec_cache.adopt(spec_cache.SHARED_DIR, cache_dir, key)
+    # the data dir's entry (where the shared dir, beside the package, cannot be written), else the
+    # shared one as it is: a fresh $HOME (CI) reads it there again rather than copying it first
+    cached = spec_cache.load(cache_dir, key) or spec_cache.load(spec_cache.SHARED_DIR, key)
     if cached is None:  # the first run after an install: the package's entry, if its sources are these
         shipped = spec_cache.load_shipped(settings, env, interactive=interactive, vision=vision)
         if shipped is not None:

@@ -174,15 +174,6 @@ def put(encoded: bytes, key: str, *dirs: Path) -> None:
         write_whole(directory / f"{key}.json", encoded)
 
 
-def adopt(source: Path, cache_dir: Path, key: str) -> None:
-    """Copy a cache entry found in the shared dir into this data dir's cache."""
-    try:
-        data = (source / f"{key}.json").read_bytes()
-    except OSError:
-        return
-    put(data, key, cache_dir)
-
-
 def build(groups: ToolGroups, tool_filter: object) -> tuple[ToolRegistry, dict[str, str]]:
     """Every group's tools in one registry, `tool_filter` applied, and each tool's group."""
     registry, group_of = ToolRegistry(), {}
