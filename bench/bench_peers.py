@@ -9,12 +9,15 @@ that double from 0.5 ms up to 50 ms, so a run is seen to end only at the next of
 50 ms apart, and a whole-run ratio moves by up to 50 ms over the peer's time as the host's speed
 shifts an agent across one of those points. The copy waits with `Popen.wait()` (a watchdog
 thread still enforces the timeout), which reads the true wall time; the shipped harness is left
-untouched. Target: whole run <= 0.5x codex (the shipped table is the one the issue names).
+untouched. Under each table, every run's whole-run time per peer, sorted (polled: see the points
+above). Target: whole run <= 0.5x codex (the shipped table is the one the issue names).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -43,10 +46,28 @@ def exact_copy(harness: Path, into: Path) -> Path:
 
 
 def compare(harness: Path, rounds: int, mermaid: str) -> None:
-    subprocess.run(
+    """Run the harness's comparison and print its table, then every run's whole-run time: with
+    polled waits they fall on the poll points, and the table's medians are those points."""
+    done = subprocess.run(
         [sys.executable, str(harness / "compare.py"), "--rounds", str(rounds), "--mermaid-bin", mermaid],
         check=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    print(done.stdout, end="", flush=True)
+    found = re.search(r"\(raw results: (.+)\)", done.stdout)
+    if found is None:
+        return
+    for peer in ("mermaid", "codex"):
+        walls = []
+        for result in sorted(Path(found.group(1)).glob(f"{peer}-*.json")):
+            try:
+                wall = json.loads(result.read_text(encoding="utf-8")).get("run_wall_s")
+            except (OSError, ValueError):
+                continue
+            if isinstance(wall, (int, float)):
+                walls.append(wall)
+        print(f"{peer + ' runs, whole run s':32} {' '.join(f'{w:.3f}' for w in sorted(walls))}", flush=True)
 
 
 def main() -> None:
