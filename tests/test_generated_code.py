@@ -177,8 +177,6 @@ def test_a_spoiled_regex_entry_or_a_debug_compile_is_compiled_by_re(tmp_path: Pa
 
 
 def _ship(path: Path, entries: dict[tuple[str, str], bytes]) -> None:
-    import importlib.util
-
     path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(entries))
 
 

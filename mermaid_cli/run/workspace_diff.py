@@ -6,9 +6,10 @@ untracked-but-not-ignored files are included. Its tree object is written only wh
 it (`git diff --binary` against it gives a patch `git apply` takes): a run without `--diff-out`
 spawns one git process fewer while the run's modules load (issue 23). On Linux the kernel's
 reports (`workspace_watch`, every directory but `.git` ones, watched before the work tree is
-staged) narrow each comparison's `git status` to the paths reported changed. Without git, `workspace_stat` keeps the names and
-the moment of the snapshot, and only the content a diff will need (see there for the trade-off);
-the kernel's reports (`workspace_watch`) or one `find` tell what to compare (`workspace_compare`).
+staged) narrow each comparison's `git status` to the paths reported changed. Without git,
+`workspace_stat` keeps the names and the moment of the snapshot, and only the content a diff will
+need (see there for the trade-off); the kernel's reports (`workspace_watch`) or one `find` tell
+what to compare (`workspace_compare`).
 
 Cost at the end of a run: after each batch of tool calls the runner calls `changed()`; when the
 last comparison was cheap (<= REFRESH_MAX_S) and the worker has used at most REFRESH_SHARE of the

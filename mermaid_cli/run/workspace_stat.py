@@ -4,11 +4,11 @@ Any change to a file — content, mode, a rename onto it, a creation — sets it
 no user call can set a ctime back. So the baseline needs no stat of any file: it is the list of
 names (`find -printf '%y %P'`, which reads directories only; a tree of at most
 INLINE_WALK_ENTRIES entries is listed in-process instead, since a process started while the run's
-modules load slows them down), plus the moment it finished. What
-changed since is found one of two ways, both costing what changed, not what exists (the decision
-is `workspace_compare`'s): the kernel's reports (`workspace_watch`: one inotify watch per
-directory, Linux), or, without them, one `find -newerct` (its own process: C, the other core) that
-prints only files and directories whose ctime is newer.
+modules load slows them down), plus the moment it finished. What changed since is found one of
+two ways, both costing what changed, not what exists (the decision is `workspace_compare`'s): the
+kernel's reports (`workspace_watch`: one inotify watch per directory, Linux), or, without them,
+one `find -newerct` (its own process: C, the other core) that prints only files and directories
+whose ctime is newer.
 
 The edge: a file changed in the same clock tick as the baseline ended (the kernel's file clock is
 coarse: a jiffy, or whole seconds on some filesystems) cannot be told from one changed just after,

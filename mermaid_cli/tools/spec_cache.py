@@ -49,7 +49,7 @@ def _sources(by_content: bool) -> list[tuple[str, int, int] | tuple[str, str]]:
     files: list[tuple[str, int, int] | tuple[str, str]] = []
     for name in SOURCE_DIRS:
         directory = os.path.join(PACKAGE, name)
-        with os.scandir(directory) as entries:  # not Path.glob: ~3 ms of a run's set-up (issue 23)
+        with os.scandir(directory) as entries:  # not Path.glob: ~1 ms of a run's set-up (issue 23)
             found = sorted(entry.name for entry in entries if entry.name.endswith(".py"))
         for file in found:
             path = os.path.join(directory, file)
