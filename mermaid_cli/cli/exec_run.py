@@ -71,6 +71,10 @@ def run_exec(kwargs: dict[str, Any]) -> None:
         from mermaid_cli.cli.lazy_ssl import import_asyncio
 
         import_asyncio()  # without `ssl` until a TLS context is made: plain http never loads libssl
+        if sys.stdout is sys.__stdout__:  # a real process (an in-process CliRunner call keeps pydantic as is)
+            from mermaid_cli.cli import kept_schemas
+
+            kept_schemas.install()  # before the run's modules make their models
         from mermaid_cli.run.runner import RunIO, execute
 
         opts = options_from_params(kwargs)
@@ -137,6 +141,9 @@ def exit_process(code: int) -> None:
         except (ValueError, OSError):
             pass
         generated_code.save()
+        schemas = sys.modules.get("mermaid_cli.cli.kept_schemas")  # (imports pydantic: only if a run did)
+        if schemas is not None:
+            schemas.save()
         from mermaid_cli.cli import kept_modules
 
         kept_modules.save()

@@ -1,0 +1,275 @@
+"""The core schemas pydantic generates for Mermaid's own models, kept per install (issue 23).
+
+Completing a pydantic model class means generating its core schema in Python (every field's
+annotation walked, every nested model's schema inlined) before pydantic-core builds the validator
+and serializer from it: ~20 ms of the ~60 models a 3-turn run completes, about 6% of the run. The
+schema is the same in every process that runs the same sources with the same pydantic, so it is
+kept, pickled, in a file beside the package's bytecode (the trust of a `.pyc`: whoever can write
+there can already replace Mermaid's code), and a later process hands the kept schema to
+pydantic-core instead of generating it again.
+
+What runs is what pydantic would run:
+
+- the file holds one key: the Python, pydantic, pydantic-core, typing_extensions,
+  annotated-types and typing-inspection it was written under, and the size and modification time
+  of every source file of the package. A process under any other key uses none of it and, at
+  exit, replaces it with the schemas it generated;
+- only models of a Mermaid module are kept (not one made in a function, nor a parametrized
+  generic, nor one with computed fields), and an entry is used only for a class with the fields
+  it was kept with;
+- a kept schema names the classes and functions in it (as pickle does) and marks the model itself
+  and the functions defined in it (its validators). Reading one looks names up only in modules
+  already imported (it never imports), and any failure is a miss. A schema holding something
+  pickle cannot name (pydantic's own closures, such as a `Path` field's validator) is not kept:
+  that model's schema is generated every time;
+- the stand-in takes the place of `GenerateSchema` only in pydantic's `_model_construction`, and
+  only for the first schema each instance is asked for (the model it completes): a pydantic that
+  completes models some other way simply never asks it.
+
+Only `mermaid exec` installs it (`cli/exec_run.py`), in a real process.
+"""
+
+from __future__ import annotations
+
+import _pickle  # (the C pickler: `pickle` itself costs an import)
+import io
+import marshal
+import os
+import sys
+from pathlib import Path
+from types import FunctionType
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic._internal import _model_construction
+from pydantic._internal._generate_schema import GenerateSchema
+
+from mermaid_cli.core.cache_files import write_whole
+
+PACKAGE = Path(__file__).resolve().parents[1]
+FILE = PACKAGE / "__pycache__" / f"model-schemas.{sys.implementation.cache_tag}.marshal"
+#: the file's layout; another one is not read
+FORMAT = 1
+_THE_MODEL = "model"  # the persistent id of the model a schema belongs to
+
+#: (relative path, mtime_ns, size) of every source file, then the versions and schema modules
+Key = list[tuple[str, int, int]]
+#: a model's entry: its field names in order, and its pickled schema
+Entry = tuple[tuple[str, ...], bytes]
+
+
+def package_sources(root: Path = PACKAGE) -> Key:
+    """The size and modification time of every `.py` file under `root`, by relative path."""
+    found: Key = []
+    pending = [str(root)]
+    cut = len(pending[0]) + 1  # (a path's part under `root`; os.path.relpath costs ~1 ms here)
+    while pending:
+        directory = pending.pop()
+        with os.scandir(directory) as entries:  # (not Path.rglob: ~2 ms of a run's set-up)
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        pending.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    st = entry.stat()
+                    found.append((entry.path[cut:], st.st_mtime_ns, st.st_size))
+    found.sort()
+    return found
+
+
+def current_key(root: Path = PACKAGE) -> Key:
+    """This process's key: Python, the libraries that generate schemas (by version and file), and
+    the package's sources."""
+    import annotated_types
+    import typing_extensions
+    import typing_inspection.introspection
+    from pydantic._internal import _generate_schema
+    from pydantic.version import VERSION
+    from pydantic_core import __version__ as core_version
+    from pydantic_core import _pydantic_core
+
+    key: Key = [(f"python {sys.version}", 0, 0), (f"pydantic {VERSION} {core_version}", 0, 0)]
+    for module in (
+        _generate_schema,
+        _pydantic_core,
+        typing_extensions,
+        annotated_types,
+        typing_inspection.introspection,
+    ):
+        file = str(module.__file__)
+        st = os.stat(file)
+        key.append((file, st.st_mtime_ns, st.st_size))
+    return key + package_sources(root)
+
+
+class _Pickler(_pickle.Pickler):
+    def __init__(self, file: io.BytesIO, model: type) -> None:
+        super().__init__(file, protocol=4)
+        self._model = model
+
+    def persistent_id(self, obj: object) -> str | tuple[str, str] | None:
+        if obj is self._model:
+            return _THE_MODEL
+        if isinstance(obj, FunctionType):  # a validator defined in the class: by its name there
+            name = obj.__name__
+            if (
+                obj.__qualname__ == f"{self._model.__qualname__}.{name}"
+                and getattr(self._model, name, None) is obj
+            ):
+                return (_THE_MODEL, name)
+        return None
+
+
+class _Unpickler(_pickle.Unpickler):
+    def __init__(self, data: bytes, model: type) -> None:
+        super().__init__(io.BytesIO(data))
+        self._model = model
+
+    def persistent_load(self, pid: object) -> Any:
+        if pid == _THE_MODEL:
+            return self._model
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == _THE_MODEL:
+            function = getattr(self._model, pid[1], None)
+            if isinstance(function, FunctionType):
+                return function
+        raise _pickle.UnpicklingError(f"unknown persistent id {pid!r}")
+
+    def find_class(self, module: str, name: str) -> Any:
+        found: Any = sys.modules.get(module)
+        if found is None:  # everything a schema names is imported before its model is made
+            raise _pickle.UnpicklingError(f"{module} is not imported")
+        for part in name.split("."):
+            found = getattr(found, part)
+        return found
+
+
+def keepable_name(model: object) -> str | None:
+    """`module:qualname` of a model whose schema may be kept, else None."""
+    if not isinstance(model, type) or not issubclass(model, BaseModel):
+        return None
+    module = model.__dict__.get("__module__")
+    qualname = model.__qualname__
+    if not isinstance(module, str) or not module.startswith("mermaid_cli."):
+        return None
+    if "<locals>" in qualname or "[" in qualname:
+        return None
+    if model.__pydantic_generic_metadata__.get("origin") is not None:
+        return None
+    if model.__pydantic_decorators__.computed_fields:  # (their infos are made while generating)
+        return None
+    return f"{module}:{qualname}"
+
+
+class KeptSchemas:
+    """The kept schemas of one key: read at the first model completed, written at exit."""
+
+    def __init__(self, path: Path, root: Path = PACKAGE) -> None:
+        self.path = path
+        self.root = root
+        self._key: Key | None = None
+        self._kept: dict[str, Entry] | None = None
+        self.made: dict[str, Entry] = {}
+        self.hits = 0
+
+    def _entries(self) -> dict[str, Entry]:
+        if self._kept is None:
+            self._key = current_key(self.root)
+            self._kept = {}
+            try:
+                layout, key, entries = marshal.loads(self.path.read_bytes())
+                if layout == FORMAT and key == self._key and isinstance(entries, dict):
+                    self._kept = entries
+            except (OSError, ValueError, EOFError, TypeError):
+                pass
+        return self._kept
+
+    def schema_of(self, model: type[BaseModel], name: str) -> Any:
+        """The kept schema of `model`, or None."""
+        entry = self._entries().get(name)
+        if entry is None:
+            return None
+        try:
+            fields, data = entry
+            if fields != tuple(model.__pydantic_fields__):
+                return None
+            schema = _Unpickler(data, model).load()
+        except Exception:  # noqa: BLE001 (an entry that does not read back is a miss)
+            return None
+        if not isinstance(schema, dict):
+            return None
+        self.hits += 1
+        return schema
+
+    def keep(self, model: type[BaseModel], name: str, schema: Any) -> None:
+        buffer = io.BytesIO()
+        try:
+            _Pickler(buffer, model).dump(schema)
+        except Exception:  # noqa: BLE001 (something pickle cannot name: generated every time)
+            return
+        self.made[name] = (tuple(model.__pydantic_fields__), buffer.getvalue())
+
+    def save(self) -> None:
+        if not self.made:
+            return
+        entries = {**self._entries(), **self.made}
+        write_whole(self.path, marshal.dumps((FORMAT, self._key, entries)))
+        self._kept = entries
+        self.made = {}
+
+
+class _KeptSchemaGenerator:
+    """Stands in for pydantic's `GenerateSchema` where `complete_model_class` makes one: the first
+    schema asked for (the model being completed) is the kept one when there is one, and the one
+    generated is kept for the next process. Everything else is the real generator's (a wrapper,
+    not a subclass: pydantic warns on those, and its own recursion never comes through here)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._generator = GenerateSchema(*args, **kwargs)
+        self._asked = False
+        self._kept_schema: Any = None
+        self._keep_as: tuple[type[BaseModel], str] | None = None
+
+    def generate_schema(self, obj: Any) -> Any:
+        if self._asked or _installed is None:
+            return self._generator.generate_schema(obj)
+        self._asked = True
+        name = keepable_name(obj)
+        if name is None:
+            return self._generator.generate_schema(obj)
+        kept = _installed.schema_of(obj, name)
+        if kept is not None:
+            self._kept_schema = kept
+            return kept
+        self._keep_as = (obj, name)
+        return self._generator.generate_schema(obj)
+
+    def clean_schema(self, schema: Any) -> Any:
+        if self._kept_schema is not None and schema is self._kept_schema:
+            return schema  # (kept after cleaning)
+        cleaned = self._generator.clean_schema(schema)
+        if self._keep_as is not None and _installed is not None:
+            _installed.keep(*self._keep_as, cleaned)
+        return cleaned
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._generator, name)
+
+
+_installed: KeptSchemas | None = None
+
+
+def install(path: Path | None = None, root: Path = PACKAGE) -> KeptSchemas:
+    """From now on, models completed in this process take their kept schemas (from `path`, by
+    default `FILE`)."""
+    global _installed
+    if _installed is None:
+        _installed = KeptSchemas(path or FILE, root)
+        if getattr(_model_construction, "GenerateSchema", None) is GenerateSchema:
+            _model_construction.GenerateSchema = _KeptSchemaGenerator  # type: ignore[misc,assignment]
+    return _installed
+
+
+def save() -> None:
+    """Keep the schemas this process generated for the next one (at exit)."""
+    if _installed is not None:
+        _installed.save()
