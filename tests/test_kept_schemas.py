@@ -51,12 +51,24 @@ print(json.dumps({"models": out, "hits": 0 if mode == "plain" else kept.hits}))
 """
 
 
-def _all_models(mode: str, path: Path) -> dict[str, object]:
+def _all_models(mode: str, path: Path, home: Path) -> dict[str, object]:
+    (home / "project").mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "MERMAID_CONFIG_DIR": str(home / "mermaid-config"),
+        "MERMAID_DATA_DIR": str(home / "mermaid-data"),
+        "TMPDIR": str(home),
+        "PYTHONPATH": str(ROOT),
+    }
     done = subprocess.run(
         [sys.executable, "-c", ALL_MODELS, mode, str(path)],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=home / "project",
+        env=env,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
@@ -65,10 +77,12 @@ def _all_models(mode: str, path: Path) -> dict[str, object]:
 
 
 def test_every_model_of_the_package_is_completed_with_the_schema_pydantic_generates(tmp_path: Path) -> None:
+    """Kept under one home, working directory and data dirs, used under others: a schema that
+    depended on any of them (a default made from the environment at import) would differ."""
     path = tmp_path / "schemas.marshal"
-    plain = _all_models("plain", path)
-    first = _all_models("keep", path)
-    second = _all_models("keep", path)
+    plain = _all_models("plain", path, tmp_path / "b")
+    first = _all_models("keep", path, tmp_path / "a")
+    second = _all_models("keep", path, tmp_path / "b")
     assert first["hits"] == 0 and path.exists()
     models = plain["models"]
     assert isinstance(models, dict) and len(models) > 100

@@ -14,6 +14,10 @@ What runs is what pydantic would run:
   annotated-types and typing-inspection it was written under, and the size and modification time
   of every source file of the package. A process under any other key uses none of it and, at
   exit, replaces it with the schemas it generated;
+- a Mermaid model's schema follows from the sources alone: no field's default, bound or choices
+  are made from the environment, the home or working directory at import (tests/test_kept_schemas.py
+  keeps every model's schema under one home, working directory and data dirs and checks it
+  under others);
 - only models of a Mermaid module are kept (not one made in a function, nor a parametrized
   generic, nor one with computed fields), and an entry is used only for a class with the fields
   it was kept with;
