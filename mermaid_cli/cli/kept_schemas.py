@@ -21,11 +21,12 @@ What runs is what pydantic would run:
 - only models of a Mermaid module are kept (not one made in a function, nor a parametrized
   generic, nor one with computed fields), and an entry is used only for a class with the fields
   it was kept with;
-- a kept schema names the classes and functions in it (as pickle does) and marks the model itself
-  and the functions defined in it (its validators). Reading one looks names up only in modules
-  already imported (it never imports), and any failure is a miss. A schema holding something
-  pickle cannot name (pydantic's own closures, such as a `Path` field's validator) is not kept:
-  that model's schema is generated every time;
+- a kept schema names the classes and functions in it (as pickle does) and marks the model itself,
+  the functions defined in it (its validators) and functions made inside another (pydantic's
+  validator and serializer of a `Path` field: by the outer function's nested code and the values
+  they close over, when each is a class or an immutable scalar). Reading one looks names up only
+  in modules already imported (it never imports), and any failure is a miss. A schema holding
+  something else pickle cannot name is not kept: that model's schema is generated every time;
 - the stand-in takes the place of `GenerateSchema` only in pydantic's `_model_construction`, and
   only for the first schema each instance is asked for (the model it completes): a pydantic that
   completes models some other way simply never asks it.
@@ -41,7 +42,7 @@ import marshal
 import os
 import sys
 from pathlib import Path
-from types import FunctionType
+from types import CellType, CodeType, FunctionType
 from typing import Any
 
 from pydantic import BaseModel
@@ -55,6 +56,9 @@ FILE = PACKAGE / "__pycache__" / f"model-schemas.{sys.implementation.cache_tag}.
 #: the file's layout; another one is not read
 FORMAT = 1
 _THE_MODEL = "model"  # the persistent id of the model a schema belongs to
+_CLOSURE = "closure"  # the persistent id of a function made inside another
+#: what a kept function made inside another may close over, besides classes
+_SCALARS = (type(None), bool, int, float, str, bytes)
 
 #: (relative path, mtime_ns, size) of every source file, then the versions and schema modules
 Key = list[tuple[str, int, int]]
@@ -111,17 +115,63 @@ class _Pickler(_pickle.Pickler):
         super().__init__(file, protocol=4)
         self._model = model
 
-    def persistent_id(self, obj: object) -> str | tuple[str, str] | None:
+    def persistent_id(self, obj: object) -> str | tuple[Any, ...] | None:
         if obj is self._model:
             return _THE_MODEL
-        if isinstance(obj, FunctionType):  # a validator defined in the class: by its name there
+        if isinstance(obj, FunctionType):
             name = obj.__name__
-            if (
+            if (  # a validator defined in the class: by its name there
                 obj.__qualname__ == f"{self._model.__qualname__}.{name}"
                 and getattr(self._model, name, None) is obj
             ):
                 return (_THE_MODEL, name)
+            if ".<locals>." in obj.__qualname__:
+                return _closure_id(obj)
         return None
+
+
+def _closure_id(function: FunctionType) -> tuple[Any, ...] | None:
+    """A function made inside another (pydantic's validator and serializer of a `Path` field): where
+    its code is and the values it closes over, when each is a class or an immutable scalar (a
+    function rebuilt from them is the function the outer one makes); else None (not kept)."""
+    if function.__dict__ or function.__defaults__ or function.__kwdefaults__:
+        return None
+    try:
+        values = tuple(cell.cell_contents for cell in function.__closure__ or ())
+    except ValueError:  # (a cell not yet bound)
+        return None
+    if not all(isinstance(value, type) or type(value) in _SCALARS for value in values):
+        return None
+    outer = function.__qualname__.partition(".<locals>.")[0]
+    code = function.__code__
+    return (_CLOSURE, function.__module__, outer, code.co_qualname, code.co_firstlineno, values)
+
+
+def _closure(module: str, outer: str, qualname: str, line: int, values: tuple[Any, ...]) -> FunctionType:
+    """The function `_closure_id` describes, made again from the outer function's nested code."""
+    found: Any = sys.modules.get(module)
+    if found is None:
+        raise _pickle.UnpicklingError(f"{module} is not imported")
+    for part in outer.split("."):
+        found = getattr(found, part)
+    found = getattr(found, "__func__", found)
+    code = _nested_code(found.__code__, qualname, line)
+    if code is None or len(code.co_freevars) != len(values):
+        raise _pickle.UnpicklingError(f"no code for {qualname} in {module}")
+    return FunctionType(
+        code, found.__globals__, code.co_name, None, tuple(CellType(value) for value in values)
+    )
+
+
+def _nested_code(code: CodeType, qualname: str, line: int) -> CodeType | None:
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            if const.co_qualname == qualname and const.co_firstlineno == line:
+                return const
+            found = _nested_code(const, qualname, line)
+            if found is not None:
+                return found
+    return None
 
 
 class _Unpickler(_pickle.Unpickler):
@@ -132,6 +182,8 @@ class _Unpickler(_pickle.Unpickler):
     def persistent_load(self, pid: object) -> Any:
         if pid == _THE_MODEL:
             return self._model
+        if isinstance(pid, tuple) and len(pid) == 6 and pid[0] == _CLOSURE:
+            return _closure(*pid[1:])
         if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == _THE_MODEL:
             function = getattr(self._model, pid[1], None)
             if isinstance(function, FunctionType):
