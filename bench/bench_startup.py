@@ -6,9 +6,9 @@ the exit, and peak RSS, each beside its target (issue 23). Prints numbers; asser
 - import: `python -c "import mermaid_cli.cli.main, mermaid_cli.run.runner"` beside `python -c pass`.
 - the 3-turn task of bench_providers.py (shell `ls`, write a file, answer) through `mermaid exec
   --json` against fixtures/fake_provider.py: first request after start, warm (a data dir that
-  has run before) and cold (a fresh data dir and no tool-spec, generated-code, kept-module or early-request cache
-  beside the bytecode: the first run after an install, which takes the tool specs and generated
-  code the package ships), and warm with the early first request
+  has run before) and cold (a fresh data dir and no tool-spec, generated-code, kept-module,
+  kept-schema or early-request cache beside the bytecode: the first run after an install, which
+  takes the tool specs and generated code the package ships), and warm with the early first request
   turned off (`MERMAID_NO_EARLY_REQUEST=1`, no target: what the early request saves); exit after
   the last request (which includes streaming the last answer); peak RSS of the mermaid process.
 - `mermaid --version` and the replay demo, as before.
@@ -37,8 +37,8 @@ from bench_providers import SCRIPT, start_server  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo" / "hello.jsonl"
 SHARED_SPECS = ROOT / "mermaid_cli" / "tools" / "__pycache__" / "tool-specs"
-#: the kept dataclass/annotation code (cli/generated_code.py) and module code
-#: (cli/kept_modules.py), both absent on a first run
+#: the kept dataclass/annotation code (cli/generated_code.py), module code (cli/kept_modules.py)
+#: and model schemas (cli/kept_schemas.py), all absent on a first run
 GENERATED = ROOT / "mermaid_cli" / "__pycache__"
 
 
@@ -117,7 +117,11 @@ def main() -> None:
     cold = []
     for n in range(args.runs):
         shutil.rmtree(SHARED_SPECS, ignore_errors=True)
-        for kept in [*GENERATED.glob("generated-code.*"), *GENERATED.glob("kept-modules.*")]:
+        for kept in [
+            *GENERATED.glob("generated-code.*"),
+            *GENERATED.glob("kept-modules.*"),
+            *GENERATED.glob("model-schemas.*"),
+        ]:
             kept.unlink()
         for recipes in GENERATED.glob("early-request.*"):
             shutil.rmtree(recipes, ignore_errors=True)
