@@ -193,3 +193,10 @@ def test_replay_resolves_relative_to_cwd_with_the_recorded_models_facts(tmp_path
     resolved = resolve_model("replay/r.jsonl", Settings(), {}, cwd=tmp_path)
     assert resolved.model_id == "replay/r.jsonl" and resolved.recorded_model == "openai/gpt-4.1"
     assert resolved.context_window == 1_047_576 and resolved.price is not None and resolved.secrets == ()
+
+
+def test_every_listed_id_resolves_to_its_own_row() -> None:
+    """A run validates only its own model's row (providers.models._row): each id still finds
+    the very row the whole table holds."""
+    for row, model_id in ROWS:
+        assert facts_for(model_id) is row, model_id
