@@ -23,6 +23,14 @@ from mermaid_cli.cli.kept_schemas import FORMAT, KeptSchemas, current_key, keepa
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+@pytest.fixture(autouse=True)
+def _writing_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests keep schemas: as a process does that may write bytecode."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+
+
 # every model of every module of the package: its JSON schema and its core schema (memory
 # addresses and pydantic's id-based refs masked), completed with or without the kept schemas
 ALL_MODELS = """
@@ -167,7 +175,8 @@ def test_a_changed_source_anywhere_in_the_package_is_generated_again(tmp_path: P
     assert _probe(tmp_path) == {"hits": 2, "results": ok}  # the validator defined in Outer too
     # the nested model's bound changes, its fields do not: Outer's kept schema (which inlines
     # Inner's) must not be used
-    (tmp_path / "inner.py").write_text(INNER.format(low=3))
+    # (another size too: within one second, the import system would take the old `.pyc`)
+    (tmp_path / "inner.py").write_text(INNER.format(low=3) + "# raised\n")
     assert _probe(tmp_path) == {"hits": 0, "results": ["ValidationError", ok[1]]}
     assert _probe(tmp_path) == {"hits": 2, "results": ["ValidationError", ok[1]]}
 
@@ -282,6 +291,17 @@ def test_a_path_field_s_validator_and_serializer_are_made_again_from_pydantic_s_
     assert json.loads(serializer.to_json(made)) == {"where": "a/b", "maybe": "/c"}
     with pytest.raises(ValidationError, match="path"):
         validator.validate_json('{"where": 3}')
+
+
+def test_nothing_is_kept_when_python_writes_no_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    model = _model()
+    kept = KeptSchemas(tmp_path / "schemas.marshal", tmp_path)
+    kept.keep(model, "mermaid_cli._test_models:Sized", model.__pydantic_core_schema__)
+    kept.save()
+    assert kept.made == {} and not (tmp_path / "schemas.marshal").exists()
 
 
 def test_only_the_package_s_own_top_level_models_are_kept() -> None:

@@ -13,7 +13,8 @@ What runs is what pydantic would run:
 - the file holds one key: the Python, pydantic, pydantic-core, typing_extensions,
   annotated-types and typing-inspection it was written under, and the size and modification time
   of every source file of the package. A process under any other key uses none of it and, at
-  exit, replaces it with the schemas it generated;
+  exit, replaces it with the schemas it generated (nothing is written when Python is told not to
+  write bytecode, as for `cli/kept_modules.py`);
 - a Mermaid model's schema follows from the sources alone: no field's default, bound or choices
   are made from the environment, the home or working directory at import (tests/test_kept_schemas.py
   keeps every model's schema under one home, working directory and data dirs and checks it
@@ -226,6 +227,9 @@ class KeptSchemas:
         self._kept: dict[str, Entry] | None = None
         self.made: dict[str, Entry] = {}
         self.hits = 0
+        #: nothing is kept when Python is told not to write bytecode, or cannot write here (a
+        #: system install run by a user): a generated schema is then not even pickled
+        self.keeping = not sys.dont_write_bytecode and _writable(path.parent)
 
     def _entries(self) -> dict[str, Entry]:
         if self._kept is None:
@@ -257,6 +261,8 @@ class KeptSchemas:
         return schema
 
     def keep(self, model: type[BaseModel], name: str, schema: Any) -> None:
+        if not self.keeping:
+            return
         buffer = io.BytesIO()
         try:
             _Pickler(buffer, model).dump(schema)
@@ -271,6 +277,14 @@ class KeptSchemas:
         write_whole(self.path, marshal.dumps((FORMAT, self._key, entries)))
         self._kept = entries
         self.made = {}
+
+
+def _writable(directory: Path) -> bool:
+    """`directory`, or the nearest of its parents that exists, is writable by this process."""
+    for candidate in (directory, *directory.parents):
+        if os.path.isdir(candidate):
+            return os.access(candidate, os.W_OK)
+    return False
 
 
 class _KeptSchemaGenerator:
