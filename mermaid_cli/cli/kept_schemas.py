@@ -56,8 +56,6 @@ PACKAGE = Path(__file__).resolve().parents[1]
 FILE = PACKAGE / "__pycache__" / f"model-schemas.{sys.implementation.cache_tag}.marshal"
 #: the file's layout; another one is not read
 FORMAT = 1
-_THE_MODEL = "model"  # the persistent id of the model a schema belongs to
-_CLOSURE = "closure"  # the persistent id of a function made inside another
 #: what a kept function made inside another may close over, besides classes
 _SCALARS = (type(None), bool, int, float, str, bytes)
 
@@ -111,27 +109,47 @@ def current_key(root: Path = PACKAGE) -> Key:
     return key + package_sources(root)
 
 
+def _the_model() -> type[BaseModel]:
+    """In a kept schema, the model it belongs to (`_Unpickler.find_class` puts the model being
+    completed in its place)."""
+    raise _pickle.UnpicklingError("a kept schema read without its model")
+
+
+def _class_function(model: type, name: str) -> FunctionType:
+    """A function defined in `model` (a validator), by its name there."""
+    function = getattr(model, name, None)
+    if not isinstance(function, FunctionType):
+        raise _pickle.UnpicklingError(f"{model.__qualname__}.{name} is not a function")
+    return function
+
+
 class _Pickler(_pickle.Pickler):
+    """Pickles a schema of `model`; `reducer_override` is asked only about what is not a plain
+    container or scalar (classes, functions, other objects), not about every object as
+    `persistent_id` would be (a third of the time)."""
+
     def __init__(self, file: io.BytesIO, model: type) -> None:
         super().__init__(file, protocol=4)
         self._model = model
 
-    def persistent_id(self, obj: object) -> str | tuple[Any, ...] | None:
+    def reducer_override(self, obj: object) -> Any:
         if obj is self._model:
-            return _THE_MODEL
+            return (_the_model, ())
         if isinstance(obj, FunctionType):
             name = obj.__name__
             if (  # a validator defined in the class: by its name there
                 obj.__qualname__ == f"{self._model.__qualname__}.{name}"
                 and getattr(self._model, name, None) is obj
             ):
-                return (_THE_MODEL, name)
+                return (_class_function, (self._model, name))
             if ".<locals>." in obj.__qualname__:
-                return _closure_id(obj)
-        return None
+                made = _closure_args(obj)
+                if made is not None:
+                    return (_closure, made)
+        return NotImplemented
 
 
-def _closure_id(function: FunctionType) -> tuple[Any, ...] | None:
+def _closure_args(function: FunctionType) -> tuple[Any, ...] | None:
     """A function made inside another (pydantic's validator and serializer of a `Path` field): where
     its code is and the values it closes over, when each is a class or an immutable scalar (a
     function rebuilt from them is the function the outer one makes); else None (not kept)."""
@@ -145,11 +163,11 @@ def _closure_id(function: FunctionType) -> tuple[Any, ...] | None:
         return None
     outer = function.__qualname__.partition(".<locals>.")[0]
     code = function.__code__
-    return (_CLOSURE, function.__module__, outer, code.co_qualname, code.co_firstlineno, values)
+    return (function.__module__, outer, code.co_qualname, code.co_firstlineno, values)
 
 
 def _closure(module: str, outer: str, qualname: str, line: int, values: tuple[Any, ...]) -> FunctionType:
-    """The function `_closure_id` describes, made again from the outer function's nested code."""
+    """The function `_closure_args` describes, made again from the outer function's nested code."""
     found: Any = sys.modules.get(module)
     if found is None:
         raise _pickle.UnpicklingError(f"{module} is not imported")
@@ -180,18 +198,9 @@ class _Unpickler(_pickle.Unpickler):
         super().__init__(io.BytesIO(data))
         self._model = model
 
-    def persistent_load(self, pid: object) -> Any:
-        if pid == _THE_MODEL:
-            return self._model
-        if isinstance(pid, tuple) and len(pid) == 6 and pid[0] == _CLOSURE:
-            return _closure(*pid[1:])
-        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == _THE_MODEL:
-            function = getattr(self._model, pid[1], None)
-            if isinstance(function, FunctionType):
-                return function
-        raise _pickle.UnpicklingError(f"unknown persistent id {pid!r}")
-
     def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == _the_model.__name__:
+            return lambda: self._model
         found: Any = sys.modules.get(module)
         if found is None:  # everything a schema names is imported before its model is made
             raise _pickle.UnpicklingError(f"{module} is not imported")
@@ -225,23 +234,28 @@ class KeptSchemas:
         self.root = root
         self._key: Key | None = None
         self._kept: dict[str, Entry] | None = None
-        self.made: dict[str, Entry] = {}
+        #: the schemas generated here, by name, with their models: pickled at exit
+        self.made: dict[str, tuple[type[BaseModel], Any]] = {}
         self.hits = 0
         #: nothing is kept when Python is told not to write bytecode, or cannot write here (a
-        #: system install run by a user): a generated schema is then not even pickled
+        #: system install run by a user)
         self.keeping = not sys.dont_write_bytecode and _writable(path.parent)
 
     def _entries(self) -> dict[str, Entry]:
         if self._kept is None:
-            self._key = current_key(self.root)
             self._kept = {}
             try:
                 layout, key, entries = marshal.loads(self.path.read_bytes())
-                if layout == FORMAT and key == self._key and isinstance(entries, dict):
-                    self._kept = entries
             except (OSError, ValueError, EOFError, TypeError):
-                pass
+                return self._kept  # (no file: the key waits for `save`, off a first run's way)
+            if layout == FORMAT and isinstance(entries, dict) and key == self.key():
+                self._kept = entries
         return self._kept
+
+    def key(self) -> Key:
+        if self._key is None:
+            self._key = current_key(self.root)
+        return self._key
 
     def schema_of(self, model: type[BaseModel], name: str) -> Any:
         """The kept schema of `model`, or None."""
@@ -261,22 +275,25 @@ class KeptSchemas:
         return schema
 
     def keep(self, model: type[BaseModel], name: str, schema: Any) -> None:
-        if not self.keeping:
-            return
-        buffer = io.BytesIO()
-        try:
-            _Pickler(buffer, model).dump(schema)
-        except Exception:  # noqa: BLE001 (something pickle cannot name: generated every time)
-            return
-        self.made[name] = (tuple(model.__pydantic_fields__), buffer.getvalue())
+        """Keep `schema` at exit (pickled then: nothing of it is on the way to a first request)."""
+        if self.keeping:
+            self.made[name] = (model, schema)
 
     def save(self) -> None:
-        if not self.made:
-            return
-        entries = {**self._entries(), **self.made}
-        write_whole(self.path, marshal.dumps((FORMAT, self._key, entries)))
-        self._kept = entries
+        made = {}
+        for name, (model, schema) in self.made.items():
+            buffer = io.BytesIO()
+            try:
+                _Pickler(buffer, model).dump(schema)
+            except Exception:  # noqa: BLE001 (something pickle cannot name: generated every time)
+                continue
+            made[name] = (tuple(model.__pydantic_fields__), buffer.getvalue())
         self.made = {}
+        if not made:
+            return
+        entries = {**self._entries(), **made}
+        write_whole(self.path, marshal.dumps((FORMAT, self.key(), entries)))
+        self._kept = entries
 
 
 def _writable(directory: Path) -> bool:
