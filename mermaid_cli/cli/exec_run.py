@@ -71,7 +71,7 @@ def run_exec(kwargs: dict[str, Any]) -> None:
         from mermaid_cli.cli.lazy_ssl import import_asyncio
 
         import_asyncio()  # without `ssl` until a TLS context is made: plain http never loads libssl
-        if sys.stdout is sys.__stdout__:  # a real process (an in-process CliRunner call keeps pydantic as is)
+        if _real_process():  # (an in-process CliRunner call keeps pydantic as it is)
             from mermaid_cli.cli import kept_schemas
 
             kept_schemas.install()  # before the run's modules make their models
@@ -94,13 +94,19 @@ def run_exec(kwargs: dict[str, Any]) -> None:
     exit_process(code)
 
 
+def _real_process() -> bool:
+    """This is a `mermaid` process of its own, not an in-process CliRunner call (whose stdout is
+    not the process's)."""
+    return sys.stdout is sys.__stdout__ and sys.stdout is not None
+
+
 def _prestart_snapshot(kwargs: dict[str, Any]) -> bool:
     """Start the run's workspace snapshot now, before the run's modules load, so its `git` or
     `find` works on the other core meanwhile (issue 23). Only in a real process (not an
     in-process CliRunner call: its streams are not the process's)."""
-    stdout = sys.stdout
-    if stdout is not sys.__stdout__ or stdout is None:
+    if not _real_process():
         return False
+    stdout = sys.stdout
     from pathlib import Path
 
     from mermaid_cli.run.options import project_root

@@ -110,7 +110,8 @@ UNKNOWN = ModelFacts(
 @cache
 def _rows() -> list[Any]:
     raw = json.loads((Path(__file__).parent / "data" / "models.json").read_text(encoding="utf-8"))
-    return list(raw["models"])
+    rows: list[Any] = raw["models"]
+    return rows
 
 
 @cache
