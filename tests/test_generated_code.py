@@ -2,6 +2,7 @@
 code is the class compiling would make, and a bad cache file is only a cache miss."""
 
 from __future__ import annotations
+import __future__
 
 import collections
 import dataclasses
@@ -59,7 +60,13 @@ def test_classes_from_kept_code_are_the_classes_compiling_makes(tmp_path: Path, 
     assert second.added == 0  # every function came from the file, nothing was compiled
     Plain, PlainPair = _make_classes()
     for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
-        assert getattr(Point, name).__code__.co_code == getattr(Plain, name).__code__.co_code, name
+        ours, theirs = getattr(Point, name).__code__, getattr(Plain, name).__code__
+        assert (ours.co_code, ours.co_flags) == (theirs.co_code, theirs.co_flags), name
+    # compiled as dataclasses compiles it, not under generated_code's `annotations` (which gave
+    # {"x": "_type_x", ...}: the names of the values the generated function closes over)
+    assert Point.__init__.__annotations__ == Plain.__init__.__annotations__
+    assert Point.__init__.__annotations__["x"] == "int"  # (this module's own string annotation)
+    assert Pair.__new__.__code__.co_flags == PlainPair.__new__.__code__.co_flags
     p = Point(1, tags=["a"])
     assert (p, repr(p), hash(p)) == (
         Point(1, 0, ["a"]),
@@ -125,6 +132,21 @@ def test_an_entry_that_is_not_code_is_compiled_again(tmp_path: Path, monkeypatch
     assert Point(1, 2) == Point(1, 2) and Pair(1, 2).right == 2
 
 
+def test_code_kept_with_string_annotations_is_compiled_again(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "generated.marshal"
+    first = GeneratedCode(path)
+    _with(first, monkeypatch)
+    first.save()
+    stale = GeneratedCode(path)  # as an earlier version kept it: compiled under `annotations`
+    for mode, source in list(stale.kept):
+        stale.kept[mode, source] = marshal.dumps(
+            compile(source, "<string>", mode, flags=__future__.annotations.compiler_flag)
+        )
+    Point, _ = _with(stale, monkeypatch)
+    assert stale.added == len(stale.kept) > 0
+    assert Point.__init__.__annotations__ == _make_classes()[0].__init__.__annotations__
+
+
 PATTERNS: list[tuple[str | bytes, int]] = [
     (r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=", 0),
     (r"(?P<word>\w+)\s*(?:=|:)\s*(\d{2,}|[a-f]+)$", re.IGNORECASE),
@@ -184,7 +206,9 @@ def test_a_first_run_takes_the_shipped_code_and_keeps_what_it_used(tmp_path: Pat
     built = GeneratedCode(tmp_path / "built.marshal")
     _with(built, monkeypatch)
     unused = ("eval", "unused + 1")
-    _ship(tmp_path / "shipped.marshal", {**built.kept, unused: marshal.dumps(compile("0", "<string>", "eval"))})
+    _ship(
+        tmp_path / "shipped.marshal", {**built.kept, unused: marshal.dumps(compile("0", "<string>", "eval"))}
+    )
 
     local = tmp_path / "local.marshal"
     first = GeneratedCode(local, tmp_path / "shipped.marshal")
@@ -200,7 +224,12 @@ def test_a_first_run_takes_the_shipped_code_and_keeps_what_it_used(tmp_path: Pat
 
 @pytest.mark.parametrize(
     "content",
-    [b"", b"junk", importlib.util.MAGIC_NUMBER + b"\xff\x00", importlib.util.MAGIC_NUMBER + marshal.dumps([1])],
+    [
+        b"",
+        b"junk",
+        importlib.util.MAGIC_NUMBER + b"\xff\x00",
+        importlib.util.MAGIC_NUMBER + marshal.dumps([1]),
+    ],
     ids=["empty", "junk", "bad-marshal", "not-a-dict"],
 )
 def test_a_bad_shipped_file_is_a_miss(tmp_path: Path, monkeypatch, content: bytes) -> None:

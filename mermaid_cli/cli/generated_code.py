@@ -28,6 +28,7 @@ pattern at install), and a debug compile or a parsed pattern goes to the origina
 """
 
 from __future__ import annotations
+import __future__
 
 import builtins
 import collections
@@ -53,6 +54,8 @@ FILE = (
 #: longer (~5 ms on a slow machine) than reading it (~2 ms), on a first run's way to its first
 #: request (issue 23: <= 0.2 s cold); the wheel compresses it all the same
 SHIPPED = Path(__file__).with_name(f"generated_code.{sys.implementation.cache_tag}.marshal")
+#: the flag `from __future__ import annotations` (this module's) sets on code it compiles
+FUTURE_ANNOTATIONS = __future__.annotations.compiler_flag
 #: past this many kept sources the file starts again from what this process used
 MAX_KEPT = 3000
 #: what an entry is kept by: (mode, source) for code, ("re:FLAGS", pattern) for a regex program
@@ -102,8 +105,11 @@ class GeneratedCode:
         return value
 
     def code(self, source: str, mode: str) -> Any:
+        """`source` compiled as `exec`, `eval` or `compile` compile a string for a caller with no
+        `__future__` import (dataclasses, collections, typing): not with this module's own
+        (`annotations` would leave a dataclass's `__init__` with string annotations)."""
         return self._kept_or_made(
-            (mode, source), lambda code: isinstance(code, CodeType), lambda: compile(source, "<string>", mode)
+            (mode, source), _plain_code, lambda: compile(source, "<string>", mode, dont_inherit=True)
         )
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:  # noqa: A002, A003
@@ -156,6 +162,12 @@ class GeneratedCode:
 
 
 _compile_regex = re_compiler.compile
+
+
+def _plain_code(code: object) -> TypeGuard[CodeType]:
+    """A kept entry is code compiled without `annotations` (an entry kept before `code` compiled
+    that way is compiled again)."""
+    return isinstance(code, CodeType) and not code.co_flags & FUTURE_ANNOTATIONS
 
 
 def _regex_program(p: str | bytes, flags: int) -> RegexArgs:
