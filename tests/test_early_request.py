@@ -91,6 +91,9 @@ def _confirmed(tmp_path: Path, store: Path) -> None:
 def test_a_confirmed_recipe_goes_out_early_and_its_response_is_the_runs(tmp_path: Path) -> None:
     store = tmp_path / "early"
     _confirmed(tmp_path, store)
+    (recipe,) = store.glob("*.json")
+    before = recipe.read_bytes()
+    os.utime(recipe, ns=(10**9, 10**9))
     third = _project(tmp_path, "third")
     with FakeProviderServer([DONE]) as server:
         proc, outcome = _run(third, 'say "done" \\ ünïcode', server, store)
@@ -105,6 +108,8 @@ def test_a_confirmed_recipe_goes_out_early_and_its_response_is_the_runs(tmp_path
     kept = "".join(path.read_text() for path in store.glob("*.json"))
     assert FAKE_KEY not in kept and "warm-up" not in kept and "warm0" not in kept and "ünïcode" not in kept
     assert _states(store) == ["confirmed"]
+    # taken again: the recipe stays as it was, and moves up among the most recently used
+    assert recipe.read_bytes() == before and recipe.stat().st_mtime_ns > 10**9
 
 
 @pytest.mark.parametrize("state", ["candidate", "confirmed"])

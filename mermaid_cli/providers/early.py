@@ -136,6 +136,7 @@ class Early:
         self.settled = False
         self.observed: Observed | None = None
         self.outcome = "none"  # none | adopted | mismatch | unsent
+        self.sent_state: object = None  # the state of the recipe sent early
         #: base URL -> (the variable it came from, the variable the key came from, the key), as
         #: `resolve.create_provider` took them: the only values a recipe may make slots of
         self.endpoints: dict[str, tuple[str | None, str | None, str | None]] = {}
@@ -381,6 +382,7 @@ def begin(plan: Plan) -> None:
     if built is None:
         return
     early.origin, early.data = built
+    early.sent_state = recipe.get("state")
     import socket  # noqa: F401 - here, not on the thread: two importing threads hand the GIL to and fro
 
     if early.origin[0] == "https":
@@ -549,6 +551,9 @@ def finish() -> None:
     if seen is None:
         return
     plan = early.plan
+    if early.outcome == "adopted" and early.sent_state == "confirmed":
+        _touch(plan)  # sent, and byte for byte the run's own (`claim`): confirmed again
+        return
     old = load_recipe(plan.store, plan.key)
     state = old.get("state") if old is not None else None
     entry: dict[str, object] | None
@@ -570,13 +575,18 @@ def finish() -> None:
         entry = make_recipe(seen, plan, early)
     if entry is None:
         return  # nothing this run could teach
-    if entry == old:  # nothing new: only its place among the most recently used
-        try:
-            os.utime(os.path.join(plan.store, plan.key + ".json"))
-        except OSError:
-            pass
+    if entry == old:
+        _touch(plan)
         return
     save_recipe(plan.store, plan.key, entry)
+
+
+def _touch(plan: Plan) -> None:
+    """Nothing new about the plan's recipe: only its place among the most recently used."""
+    try:
+        os.utime(os.path.join(plan.store, plan.key + ".json"))
+    except OSError:
+        pass
 
 
 def outcome() -> str:
