@@ -101,6 +101,29 @@ def test_an_edited_source_is_imported_from_source_then_kept_again(tmp_path: Path
     assert again["mod"]["loader"] == "KeptLoader" and again["mod"]["value"] == "two"
 
 
+# imports `mod` only, with the kept modules installed
+MOD_ONLY_PROBE = """
+import sys
+sys.path[1:1] = {lib_dirs!r}
+from mermaid_cli.cli import kept_modules
+kept_modules.install({kept!r})
+import mod
+kept_modules.save()
+"""
+
+
+def test_a_module_first_imported_by_a_later_process_is_kept_beside_the_others(tmp_path: Path) -> None:
+    lib = _library(tmp_path)
+    _run(tmp_path, MOD_ONLY_PROBE, [lib])  # keeps `mod` alone
+    second = _probe(tmp_path, [lib])  # the file in place: `mod` served, the package new
+    assert {name: m["loader"] for name, m in second.items()} == {
+        "mod": "KeptLoader",
+        "pkg": "SourceFileLoader",
+        "pkg.sub": "SourceFileLoader",
+    }
+    assert {m["loader"] for m in _probe(tmp_path, [lib]).values()} == {"KeptLoader"}
+
+
 def test_a_module_that_now_shadows_a_kept_one_is_the_one_imported(tmp_path: Path) -> None:
     first_dir, lib = tmp_path / "first", _library(tmp_path)
     first_dir.mkdir()

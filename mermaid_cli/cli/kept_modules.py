@@ -51,7 +51,7 @@ _validate_timestamp_pyc = getattr(_bootstrap_external, "_validate_timestamp_pyc"
 
 TYPE_CHECKING = False  # not typing's: this loads before anything else (cli/entry.py)
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
     from typing import Any, TypeGuard
 
 DIRECTORY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__")
@@ -94,6 +94,9 @@ class Kept:
         self.path = path
         self.key = key
         self.preloaded = preloaded  # imported before this was installed: never kept
+        #: the modules this finder, once in place, left to the path finder: the only ones it can
+        #: keep (every module the path finder loads is asked about here first)
+        self.passed: list[str] = []
         self.fd = -1
         self.body = 0  # where the code starts in the file: index offsets count from here
         self.modules: dict[str, Entry] = {}
@@ -138,6 +141,12 @@ class Kept:
     # -- the finder ---------------------------------------------------------------------------
 
     def find_spec(self, name: str, path: Any = None, target: ModuleType | None = None) -> Any:
+        spec = self._served(name, path)
+        if spec is None:
+            self.passed.append(name)  # the usual way: what `save` looks at
+        return spec
+
+    def _served(self, name: str, path: Any) -> Any:
         entry = self.modules.get(name)
         if not _entry(entry):
             return None  # (not in the file, or not an entry `save` would write: the usual way)
@@ -166,7 +175,9 @@ class Kept:
         """Keep the code of the modules this process imported the usual way, with what is kept.
         The file is written a module at a time: holding its 5-12 MB whole (and a copy to join
         it) was a first run's peak RSS, at its very end (issue 23: RSS flat over a long run)."""
-        added = _newly_imported(self.preloaded)
+        # (not in place, the file being absent or stale: every module this process imported)
+        asked = self.passed if self.fd >= 0 else [n for n in list(sys.modules) if n not in self.preloaded]
+        added = _newly_imported(asked)
         if not added:
             return
         changed = not _unchanged(self.dirs)
@@ -234,13 +245,12 @@ class _Pyc:
         self.path, self.header, self.length = path, header, length
 
 
-def _newly_imported(preloaded: set[str]) -> dict[str, _Pyc]:
-    """The modules the plain source loader loaded in this process, with their validated `.pyc`s."""
+def _newly_imported(names: Iterable[str]) -> dict[str, _Pyc]:
+    """Those of `names` the plain source loader loaded in this process, with their validated
+    `.pyc`s."""
     out: dict[str, _Pyc] = {}
-    for name, module in list(sys.modules.items()):
-        if name in preloaded:
-            continue
-        spec = getattr(module, "__spec__", None)
+    for name in names:
+        spec = getattr(sys.modules.get(name), "__spec__", None)
         if spec is None or type(spec.loader) is not SourceFileLoader or spec.name != name:
             continue
         origin = spec.origin
