@@ -93,6 +93,16 @@ def test_a_bad_cache_file_is_a_miss(tmp_path: Path, monkeypatch, content: bytes)
     assert Point(3).x == 3
 
 
+def test_runs_and_other_commands_keep_their_code_apart() -> None:
+    from mermaid_cli.cli.generated_code import CACHE, kept_file
+
+    run = kept_file(["exec", "--json", "go"])
+    assert run == kept_file(["run", "go"]) and run.parent == CACHE
+    others = {kept_file(argv) for argv in (["sessions", "list"], ["--version"], [], ["exec.."], ["../exec"])}
+    assert len(others) == 1 and run not in others
+    assert all(path.parent == CACHE for path in others)  # (nothing from the command line in the name)
+
+
 def test_an_unwritable_place_costs_nothing_but_the_saving(tmp_path: Path, monkeypatch) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")

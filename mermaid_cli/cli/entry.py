@@ -208,7 +208,8 @@ def _exec_without_click(argv: list[str]) -> None:
     """Run a plain `exec` without importing click (`cli/exec_args.py`); return if it is not one."""
     from mermaid_cli.cli import generated_code
 
-    generated_code.install()  # before the modules below make their named tuples and dataclasses
+    # before the modules below make their named tuples and dataclasses
+    generated_code.install(generated_code.kept_file(argv))
     from mermaid_cli.cli.exec_args import parse
 
     kwargs = parse(argv)

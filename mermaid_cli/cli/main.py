@@ -3,6 +3,7 @@ needs it, so `mermaid --version` and `mermaid exec --help` stay fast (no httpx, 
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -239,7 +240,8 @@ def run_(**kwargs: Any) -> None:
 
 
 def main() -> None:
-    generated_code.install()  # before the commands' modules make their dataclasses
+    # before the commands' modules make their dataclasses
+    generated_code.install(generated_code.kept_file(sys.argv[1:]))
     cli(prog_name="mermaid")
 
 
