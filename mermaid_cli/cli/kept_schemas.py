@@ -51,6 +51,7 @@ from pydantic._internal import _model_construction
 from pydantic._internal._generate_schema import GenerateSchema
 
 from mermaid_cli.core.cache_files import write_whole
+from mermaid_cli.core.sources import Stat, package_stats, source_stats
 
 PACKAGE = Path(__file__).resolve().parents[1]
 FILE = PACKAGE / "__pycache__" / f"model-schemas.{sys.implementation.cache_tag}.marshal"
@@ -59,29 +60,15 @@ FORMAT = 1
 #: what a kept function made inside another may close over, besides classes
 _SCALARS = (type(None), bool, int, float, str, bytes)
 
-#: (relative path, mtime_ns, size) of every source file, then the versions and schema modules
-Key = list[tuple[str, int, int]]
+#: the versions and schema modules, then (relative path, mtime_ns, size) of every source file
+Key = list[Stat]
 #: a model's entry: its field names in order, and its pickled schema
 Entry = tuple[tuple[str, ...], bytes]
 
 
 def package_sources(root: Path = PACKAGE) -> Key:
-    """The size and modification time of every `.py` file under `root`, by relative path."""
-    found: Key = []
-    pending = [str(root)]
-    cut = len(pending[0]) + 1  # (a path's part under `root`; os.path.relpath costs ~1 ms here)
-    while pending:
-        directory = pending.pop()
-        with os.scandir(directory) as entries:  # (not Path.rglob: ~2 ms of a run's set-up)
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name != "__pycache__":
-                        pending.append(entry.path)
-                elif entry.name.endswith(".py"):
-                    st = entry.stat()
-                    found.append((entry.path[cut:], st.st_mtime_ns, st.st_size))
-    found.sort()
-    return found
+    """The size and modification time of every source file under `root`, by relative path."""
+    return source_stats(str(root))
 
 
 def current_key(root: Path = PACKAGE) -> Key:
@@ -106,7 +93,7 @@ def current_key(root: Path = PACKAGE) -> Key:
         file = str(module.__file__)
         st = os.stat(file)
         key.append((file, st.st_mtime_ns, st.st_size))
-    return key + package_sources(root)
+    return key + package_stats(str(root))  # (the walk the early request's key made, if any)
 
 
 def _the_model() -> type[BaseModel]:

@@ -45,6 +45,7 @@ import os
 import sys
 import threading
 
+from mermaid_cli.core.sources import package_stats
 from mermaid_cli.providers.http1 import Origin, base_url_problem, frame
 
 # not `typing.TYPE_CHECKING`: this module loads before the run's imports, typing's ~7 ms included
@@ -168,17 +169,7 @@ def key_for(argv: list[str], env: dict[str, str], ttys: tuple[bool, bool, bool],
 
     from mermaid_cli import __version__
 
-    files = []
-    pending = [PACKAGE]
-    while pending:  # not os.walk: a third of its cost, before the request can go
-        with os.scandir(pending.pop()) as entries:
-            for entry in entries:
-                if entry.name.endswith((".py", ".json")):
-                    st = entry.stat()
-                    files.append((entry.path[len(PACKAGE) :], st.st_mtime_ns, st.st_size))
-                elif "." not in entry.name and entry.name != "__pycache__" and entry.is_dir():
-                    pending.append(entry.path)
-    files.sort()
+    files = package_stats(PACKAGE)
     variables = sorted(
         (name, ("<set>" if value.strip() else "<blank>") if slot_name(name) or secret_name(name) else value)
         for name, value in env.items()
