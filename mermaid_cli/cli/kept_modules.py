@@ -90,12 +90,12 @@ class Kept:
     """The kept file of this interpreter and `sys.path`: its index, and a meta path finder that
     serves the modules in it while it is valid."""
 
-    def __init__(self, path: str, key: tuple[Any, ...], preloaded: set[str]) -> None:
+    def __init__(self, path: str, key: tuple[Any, ...]) -> None:
         self.path = path
         self.key = key
-        self.preloaded = preloaded  # imported before this was installed: never kept
-        #: the modules this finder, once in place, left to the path finder: the only ones it can
-        #: keep (every module the path finder loads is asked about here first)
+        #: the modules this finder left to the path finder: the only ones it can keep (every module
+        #: the path finder loads is asked about here first; one imported before it was in place
+        #: is not kept)
         self.passed: list[str] = []
         self.fd = -1
         self.body = 0  # where the code starts in the file: index offsets count from here
@@ -175,9 +175,7 @@ class Kept:
         """Keep the code of the modules this process imported the usual way, with what is kept.
         The file is written a module at a time: holding its 5-12 MB whole (and a copy to join
         it) was a first run's peak RSS, at its very end (issue 23: RSS flat over a long run)."""
-        # (not in place, the file being absent or stale: every module this process imported)
-        asked = self.passed if self.fd >= 0 else [n for n in list(sys.modules) if n not in self.preloaded]
-        added = _newly_imported(asked)
+        added = _newly_imported(self.passed)
         if not added:
             return
         changed = not _unchanged(self.dirs)
@@ -348,9 +346,9 @@ def install(directory: str = DIRECTORY) -> Kept | None:
 
     digest = format(zlib.crc32(repr(key).encode("utf-8", "backslashreplace")), "08x")
     path = os.path.join(directory, f"{_file_prefix()}{digest}.marshal")
-    kept = _installed = Kept(path, key, set(sys.modules))
-    if kept.open():
-        sys.meta_path.insert(sys.meta_path.index(PathFinder), kept)
+    kept = _installed = Kept(path, key)
+    kept.open()  # (no usable file: it serves nothing, and still notes what the path finder loads)
+    sys.meta_path.insert(sys.meta_path.index(PathFinder), kept)
     import atexit
 
     atexit.register(save)  # `mermaid exec` ends in os._exit and calls save() itself
