@@ -112,6 +112,25 @@ def test_an_unwritable_place_costs_nothing_but_the_saving(tmp_path: Path, monkey
     assert not (blocker / "sub").exists()
 
 
+def test_a_save_removes_the_former_single_file_beside_it(tmp_path: Path, monkeypatch) -> None:
+    from mermaid_cli.cli.generated_code import FORMER_FILE
+
+    former = tmp_path / FORMER_FILE
+    former.write_bytes(b"every command's code, from before the split")
+    untouched = GeneratedCode(tmp_path / "generated-code.other.marshal")
+    untouched.save()  # nothing compiled, nothing written: the old file stays
+    assert former.exists()
+    code = GeneratedCode(tmp_path / "generated-code.run.marshal")
+    _with(code, monkeypatch)
+    code.save()
+    assert (tmp_path / "generated-code.run.marshal").exists() and not former.exists()
+    # a file kept under that very name (a caller's choice) is never the one removed
+    same = GeneratedCode(former)
+    _with(same, monkeypatch)
+    same.save()
+    assert former.exists() and GeneratedCode(former).kept
+
+
 def test_the_entry_point_keeps_the_code_for_the_next_process(tmp_path: Path) -> None:
     script = (
         "import sys; from pathlib import Path; from mermaid_cli.cli import generated_code as g;"

@@ -32,6 +32,7 @@ import __future__
 
 import builtins
 import collections
+import contextlib
 import dataclasses
 import marshal
 import re._compiler as re_compiler  # type: ignore[import-not-found]  # (no stub: internal)
@@ -57,6 +58,11 @@ def kept_file(argv: list[str]) -> Path:
     them all: 4-6 ms and ~1,000 page faults of each run; issue 23)."""
     kind = "run" if argv[:1] and argv[0] in RUN_COMMANDS else "other"
     return CACHE / f"generated-code.{kind}.{sys.implementation.cache_tag}.marshal"
+
+
+#: the one kept file of every command, before runs and other commands had a file each: nothing
+#: reads it any more, so the first save beside it removes it (1-2 MB left in an upgraded install)
+FORMER_FILE = f"generated-code.{sys.implementation.cache_tag}.marshal"
 
 
 #: the shipped entries, read when there is no kept file. Not compressed: inflating its 1 MB took
@@ -168,6 +174,10 @@ class GeneratedCode:
         write_whole(self.path, dump(kept))
         self.added = 0
         self.from_shipped = False
+        former = self.path.with_name(FORMER_FILE)
+        if former != self.path:
+            with contextlib.suppress(OSError):
+                former.unlink()
 
 
 _compile_regex = re_compiler.compile
