@@ -19,7 +19,8 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from mermaid_cli.cli import kept_schemas
-from mermaid_cli.cli.kept_schemas import FORMAT, KeptSchemas, current_key, keepable_name, package_sources
+from mermaid_cli.cli.kept_schemas import FORMAT, KeptSchemas, current_key, keepable_name
+from mermaid_cli.core.sources import source_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -322,11 +323,11 @@ def test_the_key_follows_every_source_file(tmp_path: Path) -> None:
     (tmp_path / "sub" / "__pycache__").mkdir()
     (tmp_path / "sub" / "__pycache__" / "c.py").write_text("ignored\n")
     (tmp_path / "notes.txt").write_text("not a source\n")
-    before = package_sources(tmp_path)
+    before = source_stats(str(tmp_path))
     assert [path for path, _, _ in before] == ["a.py", "sub/b.py"]
     (tmp_path / "sub" / "b.py").write_text("B = 22\n")
-    assert package_sources(tmp_path) != before
-    assert current_key(tmp_path)[-2:] == package_sources(tmp_path)
+    assert source_stats(str(tmp_path)) != before
+    assert current_key(tmp_path)[-2:] == source_stats(str(tmp_path))
 
 
 def test_a_plain_exec_keeps_its_schemas_and_the_next_one_reads_them(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ from pydantic._internal import _model_construction
 from pydantic._internal._generate_schema import GenerateSchema
 
 from mermaid_cli.core.cache_files import write_whole
-from mermaid_cli.core.sources import Stat, package_stats, source_stats
+from mermaid_cli.core.sources import Stat, package_stats
 
 PACKAGE = Path(__file__).resolve().parents[1]
 FILE = PACKAGE / "__pycache__" / f"model-schemas.{sys.implementation.cache_tag}.marshal"
@@ -64,11 +64,6 @@ _SCALARS = (type(None), bool, int, float, str, bytes)
 Key = list[Stat]
 #: a model's entry: its field names in order, and its pickled schema
 Entry = tuple[tuple[str, ...], bytes]
-
-
-def package_sources(root: Path = PACKAGE) -> Key:
-    """The size and modification time of every source file under `root`, by relative path."""
-    return source_stats(str(root))
 
 
 def current_key(root: Path = PACKAGE) -> Key:
