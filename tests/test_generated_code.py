@@ -131,6 +131,37 @@ def test_a_save_removes_the_former_single_file_beside_it(tmp_path: Path, monkeyp
     assert former.exists() and GeneratedCode(former).kept
 
 
+def test_a_save_keeps_its_own_entries_then_the_most_recently_kept_up_to_the_bound(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from mermaid_cli.cli import generated_code
+
+    older = {("eval", f"{n} + 1"): marshal.dumps(compile(f"{n} + 1", "<string>", "eval")) for n in range(30)}
+    path = tmp_path / "generated.marshal"
+    _ship(path, older)  # (the same layout as a kept file)
+    monkeypatch.setattr(generated_code, "MAX_KEPT", 12)
+    code = GeneratedCode(path)
+    code.eval("29 + 1")  # one kept entry used again
+    _with(code, monkeypatch)  # and a few compiled here
+    assert code.added > 0
+    code.save()
+    kept = list(GeneratedCode(path).kept)
+    ours = list(code.used)
+    assert ("eval", "29 + 1") in ours and len(ours) < 12
+    # this process's entries first, in the order it used them, then the earlier file's in its order
+    assert kept == ours + [key for key in older if key not in ours][: 12 - len(ours)]
+
+    # a save that writes nothing leaves the file as it is; one whose own entries pass the bound
+    # still keeps all of them
+    GeneratedCode(path).save()
+    assert list(GeneratedCode(path).kept) == kept
+    monkeypatch.setattr(generated_code, "MAX_KEPT", 2)
+    again = GeneratedCode(path)
+    again.eval("100 + 1")
+    again.save()
+    assert list(GeneratedCode(path).kept) == [("eval", "100 + 1")] + kept[:1]
+
+
 def test_the_entry_point_keeps_the_code_for_the_next_process(tmp_path: Path) -> None:
     script = (
         "import sys; from pathlib import Path; from mermaid_cli.cli import generated_code as g;"

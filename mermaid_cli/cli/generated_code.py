@@ -54,8 +54,8 @@ RUN_COMMANDS = frozenset({"exec", "run"})
 def kept_file(argv: list[str]) -> Path:
     """This install's kept file for the command line `argv` (without the program): one for the
     commands that run a task, one for every other command. A run reads only what runs compiled
-    (~500 entries, ~1 ms), not what every command ever did (2,300 in a checkout whose tests run
-    them all: 4-6 ms and ~1,000 page faults of each run; issue 23)."""
+    (at most `MAX_KEPT` entries, the most recently used), not what every command ever did (2,300
+    in a checkout whose tests run them all: 4-6 ms and ~1,000 page faults of each run; issue 23)."""
     kind = "run" if argv[:1] and argv[0] in RUN_COMMANDS else "other"
     return CACHE / f"generated-code.{kind}.{sys.implementation.cache_tag}.marshal"
 
@@ -71,8 +71,11 @@ FORMER_FILE = f"generated-code.{sys.implementation.cache_tag}.marshal"
 SHIPPED = Path(__file__).with_name(f"generated_code.{sys.implementation.cache_tag}.marshal")
 #: the flag `from __future__ import annotations` (this module's) sets on code it compiles
 FUTURE_ANNOTATIONS = __future__.annotations.compiler_flag
-#: past this many kept sources the file starts again from what this process used
-MAX_KEPT = 3000
+#: at most this many entries in a kept file. A save writes its process's own entries first, then
+#: those kept before in the order they were (the most recently saved first) up to this many: a
+#: run uses ~420, and with no bound the test suite's runs left ~2,000 (1.7 MB) that every later
+#: run read whole, 3-4 ms of it, to use a fifth (issue 23)
+MAX_KEPT = 1000
 #: what an entry is kept by: (mode, source) for code, ("re:FLAGS", pattern) for a regex program
 Key = tuple[str, str | bytes]
 RegexArgs = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
@@ -169,9 +172,12 @@ class GeneratedCode:
         if not self.added and not self.from_shipped:
             return
         kept = self.kept
-        if self.from_shipped or len(kept) > MAX_KEPT:  # (the shipped file holds every command's)
-            kept = {key: kept[key] for key in self.used if key in kept}
-        write_whole(self.path, dump(kept))
+        # the order of the file is how recently a save used each entry: a process that compiles
+        # something again (an entry this bound left out) puts it back at the front
+        order = [key for key in self.used if key in kept]
+        if not self.from_shipped:  # (the shipped file holds every command's: none of the rest)
+            order += [key for key in kept if key not in self.used][: max(0, MAX_KEPT - len(order))]
+        write_whole(self.path, dump({key: kept[key] for key in order}))
         self.added = 0
         self.from_shipped = False
         former = self.path.with_name(FORMER_FILE)
