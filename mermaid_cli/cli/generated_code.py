@@ -73,8 +73,8 @@ SHIPPED = Path(__file__).with_name(f"generated_code.{sys.implementation.cache_ta
 FUTURE_ANNOTATIONS = __future__.annotations.compiler_flag
 #: at most this many entries in a kept file. A save writes its process's own entries first, then
 #: those kept before in the order they were (the most recently saved first) up to this many: a
-#: run uses ~420, and with no bound the test suite's runs left ~2,000 (1.7 MB) that every later
-#: run read whole, 3-4 ms of it, to use a fifth (issue 23)
+#: run uses ~420, and under the former rule (grow to 3,000, then start again) the test suite's runs
+#: left ~2,000 (1.7 MB) that every later run read whole, 3-4 ms of it, to use a fifth (issue 23)
 MAX_KEPT = 1000
 #: what an entry is kept by: (mode, source) for code, ("re:FLAGS", pattern) for a regex program
 Key = tuple[str, str | bytes]
