@@ -265,6 +265,39 @@ def test_a_batch_ending_while_the_worker_compares_is_compared_by_the_worker(tmp_
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git not installed")
+def test_a_batch_ending_as_the_worker_stops_is_compared_all_the_same(tmp_path: Path) -> None:
+    """The worker has decided it is done but its thread has not ended yet when a batch ends: that
+    batch still gets its comparison (it was once taken for the busy worker's, and lost)."""
+    import threading
+
+    project = tmp_path / "p"
+    _tree(project)
+    _git_init(project)
+    snap = WorkspaceSnapshot.take(project)
+    time.sleep(1.0)  # a run long enough for comparisons on the worker (REFRESH_SHARE)
+    decided, batch_ended = threading.Event(), threading.Event()
+    refresh = snap._refresh
+
+    def refresh_then_linger() -> None:
+        refresh()
+        decided.set()
+        batch_ended.wait(5)  # the thread is still alive while the next batch ends
+
+    snap._refresh = refresh_then_linger  # type: ignore[method-assign]
+    (project / "a.txt").write_text("a\n")
+    snap.changed()
+    assert decided.wait(5)
+    (project / "b.txt").write_text("b\n")
+    snap.changed()
+    batch_ended.set()
+    assert snap._worker is not None
+    snap._worker.join()
+    assert snap._result is not None and snap._result[0] == snap._generation
+    assert sorted(snap._result[1]) == ["a.txt", "b.txt"]
+    snap.close()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git not installed")
 def test_settled_without_a_diff_the_private_index_goes_early_and_names_stay(tmp_path: Path) -> None:
     project = tmp_path / "p"
     _tree(project)

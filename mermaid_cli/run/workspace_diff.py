@@ -187,6 +187,10 @@ class WorkspaceSnapshot:
         self._born = time.perf_counter()
         self._spent = 0.0  # seconds of comparisons run on the worker
         self._again = False  # a batch ended while the worker compared: it compares once more
+        #: the worker has not yet decided to stop. Set and cleared under `_flags`, together with
+        #: that decision: a thread still alive after it decided would lose an `_again`
+        self._busy = False
+        self._flags = threading.Lock()
         self._dropping: threading.Thread | None = None  # removes the private index (`settle`)
 
     # -- taking it ----------------------------------------------------------------------------
@@ -226,11 +230,12 @@ class WorkspaceSnapshot:
         """The tree may have changed (a batch of tool calls ended). A cheap comparison is redone
         now on a worker thread; an expensive one waits for the end of the run."""
         self._generation += 1
-        if self._worker is not None and self._worker.is_alive():
-            # (a quick model answers before the last comparison is done: without this the end
-            # of the run compared again, two git calls after the last response)
-            self._again = True
-            return
+        with self._flags:
+            if self._busy:
+                # (a quick model answers before the last comparison is done: without this the
+                # end of the run compared again, two git calls after the last response)
+                self._again = True
+                return
         if not self._worth_refreshing():
             return
         if self.stat is not None and self.stat.watch is not None and self._last_cost <= INLINE_MAX_S:
@@ -238,6 +243,7 @@ class WorkspaceSnapshot:
             # it holds the GIL all the same, and starting the thread costs more than it does
             self._refresh()
             return
+        self._busy = True  # (no worker is busy: nothing else sets it meanwhile)
         self._worker = threading.Thread(target=self._refresh, name="mermaid-diff", daemon=True)
         self._worker.start()
 
@@ -247,8 +253,9 @@ class WorkspaceSnapshot:
         return self._spent + self._last_cost <= REFRESH_SHARE * (time.perf_counter() - self._born)
 
     def _refresh(self) -> None:
-        while True:
-            self._again = False
+        again = True
+        while again:
+            compared = True
             try:
                 start = time.perf_counter()
                 try:
@@ -256,9 +263,11 @@ class WorkspaceSnapshot:
                 finally:
                     self._spent += time.perf_counter() - start
             except Exception:  # noqa: BLE001 - the final comparison reports any error
-                return
-            if not (self._again and self._worth_refreshing()):
-                return
+                compared = False
+            with self._flags:  # (one step: a batch ending now is either seen here or starts a worker)
+                again = compared and self._again and self._worth_refreshing()
+                self._again = False
+                self._busy = again
 
     def _compute(self) -> tuple[list[str], list[Change]]:
         with self._lock:
@@ -289,7 +298,9 @@ class WorkspaceSnapshot:
         files, _dirs, gone = reported
         own = (OWN_DIR, *self.exclude)
         paths = {
-            p for p in files | self.git_watch.subdirs | gone if not any(p == o or p.startswith(o + "/") for o in own)
+            p
+            for p in files | self.git_watch.subdirs | gone
+            if not any(p == o or p.startswith(o + "/") for o in own)
         }
         if (
             "" in gone
