@@ -56,6 +56,15 @@ def plant_shadows(root: Path, names: list[str], marker: Path) -> Path:
     return root
 
 
+def pid_alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie waiting to be reaped counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
 def write_script(path: Path, turns: list[dict], model: str = "anthropic/claude-sonnet-4-5") -> Path:
     """A model script (recording format) from a list of turn dicts."""
     lines = [{"type": "header", "format": "mermaid-recording", "version": 1, "model": model}]

@@ -83,9 +83,33 @@ def test_any_bytes_decoded_as_tools_do_give_valid_lines(data):
 
 def test_zero_and_false_values_are_values_not_absences():
     # exit_code 0 == False in Python; only the `fuzzy` flag is left out when False
-    finished = ev.ToolFinished(call_id="tool#1", name="execute_command", status="success", summary="ok", exit_code=0)
+    finished = ev.ToolFinished(
+        call_id="tool#1", name="execute_command", status="success", summary="ok", exit_code=0
+    )
     assert finished.to_dict()["exit_code"] == 0
     assert "fuzzy" not in finished.to_dict()
     assert "exit_code" not in ev.ToolFinished(call_id="t", name="n", status="success", summary="").to_dict()
     result = ev.Result(response="", total_tokens=0, errors=[], session_id="s", structured_output=False)
     assert result.to_dict()["structured_output"] is False
+
+
+def test_nothing_follows_the_result_line():
+    """A task that ends after the run (the event loop's shutdown cancels it) cannot push a line
+    past `result`: the stream's last line stays the one a pipeline reads."""
+    import io
+    import time
+    from types import SimpleNamespace
+
+    from mermaid_cli.run.output import Output
+
+    stdout = io.BytesIO()
+    out = Output(
+        "jsonl", SimpleNamespace(stdout=stdout, stderr=io.StringIO(), monotonic=time.monotonic), quiet=True
+    )
+    out.emit(ev.ToolStarted(call_id="tool#1", name="execute_command"))
+    out.emit(ev.Result(response="done", session_id="s"))
+    out.emit(
+        ev.ToolFinished(call_id="tool#1", name="execute_command", status="cancelled", summary="cancelled")
+    )
+    lines = [json.loads(line) for line in stdout.getvalue().splitlines()]
+    assert [line["type"] for line in lines] == ["tool_started", "result"]

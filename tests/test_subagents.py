@@ -5,9 +5,8 @@ only narrows, its events are tagged into the parent's stream and its spending is
 from __future__ import annotations
 
 import json
-import os
 
-from conftest import call, calls, run_inprocess, say
+from conftest import call, calls, pid_alive, run_inprocess, say
 from provider_fixtures import FakeProviderServer, fake_env
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -281,10 +280,34 @@ def test_headless_ask_in_a_child_blocks_the_run(project, isolated_env):
     assert not (project / "a.txt").exists()
 
 
-def test_sigterm_during_children_stops_every_child_process(project):
+def _sigterm_once_running(project, pid_names: tuple[str, ...]) -> tuple[int, list[dict], bytes, list[int]]:
+    """Run `replay/s.jsonl` (full access) as a real process; once every named pid file is written,
+    SIGTERM it. Its exit code, events, stderr and those pids."""
     import signal
     import subprocess
     import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--safety", "full_access"]
+        + ["--model", "replay/s.jsonl", "fan out"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    pids = [project / name for name in pid_names]
+    for _ in range(300):
+        if all(p.exists() and p.read_text().strip() for p in pids):
+            break
+        time.sleep(0.05)
+    written = [int(p.read_text()) for p in pids]
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, [json.loads(line) for line in out.splitlines()], err, written
+
+
+def test_sigterm_during_children_stops_every_child_process(project):
     import time
 
     from conftest import write_script
@@ -304,39 +327,52 @@ def test_sigterm_during_children_stops_every_child_process(project):
             say("never"),
         ],
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--safety", "full_access"]
-        + ["--model", "replay/s.jsonl", "fan out"],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    pids = [project / "c1.pid", project / "c2.pid"]
-    for _ in range(300):
-        if all(p.exists() and p.read_text().strip() for p in pids):
-            break
-        time.sleep(0.05)
-    children = [int(p.read_text()) for p in pids]
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    events = [json.loads(line) for line in out.splitlines()]
-    assert proc.returncode == 143, err
+    code, events, err, children = _sigterm_once_running(project, ("c1.pid", "c2.pid"))
+    assert code == 143, err
     assert events[-1]["type"] == "result" and events[-1]["status"] == "interrupted"
     assert b"Traceback" not in err
-
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
     for _ in range(50):
-        if not any(alive(pid) for pid in children):
+        if not any(pid_alive(pid) for pid in children):
             break
         time.sleep(0.1)
-    assert not any(alive(pid) for pid in children), "a child's command outlived the run"
+    assert not any(pid_alive(pid) for pid in children), "a child's command outlived the run"
+
+
+def test_a_call_slow_to_stop_still_ends_before_the_result(project):
+    """SIGTERM while one call of a message stops at once (a command) and another takes seconds (a
+    subagent whose background process ignores SIGTERM): the run waits for both, so the stream
+    still ends with `result` and that process is dead by then, not killed later or never."""
+    from conftest import write_script
+
+    stubborn = "trap '' TERM; echo $$ > bg.pid; sleep 60"
+    write_script(
+        project / "c1.jsonl",
+        [
+            call("execute_command", {"command": stubborn, "mode": "background"}),
+            call("execute_command", {"command": "sleep 60"}),
+            say("never"),
+        ],
+    )
+    write_script(
+        project / "s.jsonl",
+        [
+            calls(
+                ("agent", {"prompt": "one", "description": "w", "model": "replay/c1.jsonl"}, "p1"),
+                ("execute_command", {"command": "echo $$ > fg.pid; sleep 60"}, "p2"),
+            ),
+            say("never"),
+        ],
+    )
+    code, events, err, (background, _) = _sigterm_once_running(project, ("bg.pid", "fg.pid"))
+    assert code == 143, err
+    assert [e["type"] for e in events].count("result") == 1
+    assert events[-1]["type"] == "result" and events[-1]["status"] == "interrupted"
+    finished = {
+        e["call_id"]: e["status"] for e in events if e["type"] == "tool_finished" and not e.get("agent_id")
+    }
+    assert finished == {"tool#1": "cancelled", "tool#2": "cancelled"}
+    assert b"Traceback" not in err
+    assert not pid_alive(background), "the subagent's background process outlived the run"
 
 
 def _git_project(project):

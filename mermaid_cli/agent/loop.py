@@ -15,6 +15,7 @@ from mermaid_cli.agent.state import AllowAllGate, CompactionPolicy, Gate, Limits
 from mermaid_cli.agent.tool_calls import ToolCalls
 from mermaid_cli.core import events as ev
 from mermaid_cli.core.errors import LimitReached, ProviderError
+from mermaid_cli.core.gather import gather_all
 from mermaid_cli.core.types import (
     CONTEXT_FULL,
     CompactionBlock,
@@ -171,7 +172,7 @@ class Agent:
             begin(calls)
         ordered = [i for i, c in enumerate(calls) if getattr(self.registry.get(c.name), "sequential", False)]
         if len(ordered) < 2:
-            return list(await asyncio.gather(*(self.calls.run(call) for call in calls)))
+            return await gather_all(*(self.calls.run(call) for call in calls))
         results: list[ToolResultBlock | None] = [None] * len(calls)
 
         async def one(i: int) -> None:
@@ -181,7 +182,7 @@ class Agent:
             for i in ordered:
                 await one(i)
 
-        await asyncio.gather(in_order(), *(one(i) for i in range(len(calls)) if i not in ordered))
+        await gather_all(in_order(), *(one(i) for i in range(len(calls)) if i not in ordered))
         return [r for r in results if r is not None]
 
     async def extra_turn(self, prompt: str, *, response_schema: dict[str, Any] | None = None) -> ModelTurn:

@@ -46,6 +46,8 @@ class Output:
         self.writer = ev.JsonlWriter(io.stdout)
         self.session: Any = None  # SessionWriter once the session exists
         self.started = False
+        #: `result` was emitted: it stays the stream's last line, whatever still ends after it
+        self.ended = False
         self.redact: Callable[[str], str] = lambda text: text  # set once the run knows its secrets
         #: the run's known secret values, for the stream hold-back (set with `redact`)
         self.secrets: Callable[[], Iterable[str]] = tuple
@@ -103,6 +105,12 @@ class Output:
             event.ts = max(int((self._clock() - self._t0) * 1000), 0)
 
     def emit(self, event: ev._Event) -> None:
+        if self.ended:
+            # A task still stopping when the run ended (cancelled by the event loop's shutdown)
+            # reports nothing: `result` is the last line of the stream and of the session file.
+            return
+        if isinstance(event, ev.Result):
+            self.ended = True
         if isinstance(event, ev.Text | ev.Reasoning):
             # A secret split across deltas is redacted by no single delta: the stream redactor
             # joins them and emits only what no later delta can complete into a secret.

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from mermaid_cli.config.sections.web import WebSettings
+from mermaid_cli.core.gather import gather_all
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.integrations.web.report import untrusted_block, web_details
 from mermaid_cli.integrations.web.search_backends import SearchBackend, SearchFailed, SearchHit
@@ -91,7 +92,7 @@ async def run_queries(
                     # httpx messages can contain the request URL, hence the query: not used.
                     return SearchFailed(f"{backend.name} request failed ({type(exc).__name__})")
 
-        return list(await asyncio.gather(*(one(q) for q in queries)))
+        return await gather_all(*(one(q) for q in queries))
 
 
 def format_results(
