@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -15,18 +14,6 @@ PY = sys.executable
 
 def server_args(script: str, *extra: str) -> dict[str, object]:
     return {"command": PY, "args": [str(SERVERS / script), *extra]}
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return True
-    return state != "Z"
 
 
 def read_pid(path: Path, timeout: float = 10.0) -> int:

@@ -6,11 +6,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from conftest import pid_alive
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.integrations.mcp.manager import McpManager
 from mermaid_cli.tools.base import ToolContext
-from tests.mcp_helpers import alive, read_pid, server_args
+from tests.mcp_helpers import read_pid, server_args
 
 
 def cfg(script: str, *extra: str, **kw: object) -> McpServerSettings:
@@ -55,7 +56,7 @@ async def test_failed_servers_are_reported_and_cleaned_up(ctx: ToolContext, tmp_
         pid = read_pid(hang_pid)
     finally:
         await manager.aclose()
-    assert not alive(pid)
+    assert not pid_alive(pid)
 
 
 async def test_tool_call_timeout(ctx: ToolContext) -> None:
@@ -80,10 +81,10 @@ async def test_close_while_starting_kills_child(tmp_path: Path) -> None:
     assert statuses[0].state == "error"
     # killed by the close; on a loaded machine its exit can trail the close by a moment
     for _ in range(100):
-        if not alive(pid):
+        if not pid_alive(pid):
             break
         await asyncio.sleep(0.1)
-    assert not alive(pid)
+    assert not pid_alive(pid)
 
 
 async def test_server_dying_mid_run_gives_error_results(ctx: ToolContext, tmp_path: Path) -> None:
@@ -101,4 +102,4 @@ async def test_server_dying_mid_run_gives_error_results(ctx: ToolContext, tmp_pa
         assert manager.errors() == [("s", "connection to the server was lost")]
     finally:
         await manager.aclose()
-    assert not alive(pid)
+    assert not pid_alive(pid)

@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import pid_alive
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.integrations.mcp.manager import McpManager
 from mermaid_cli.integrations.mcp.prompts import fetch_prompt
 from mermaid_cli.tools.base import ToolContext
-from tests.mcp_helpers import alive, read_pid, server_args
+from tests.mcp_helpers import read_pid, server_args
 
 
 def cfg(script: str, *extra: str, **kw: object) -> McpServerSettings:
@@ -82,10 +83,10 @@ async def test_both_protocol_versions_and_tool_calls(ctx: ToolContext, tmp_path:
         bad = await run(manager, "mcp__old__add", ctx, a="x")
         assert bad.is_error
         pid = read_pid(pidfile)
-        assert alive(pid)
+        assert pid_alive(pid)
     finally:
         await manager.aclose()
-    assert not alive(pid)
+    assert not pid_alive(pid)
     # after close, calls fail as data
     assert (await run(manager, "mcp__old__add", ctx, a=1, b=1)).is_error
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import pid_alive
 
 from mermaid_cli.core.types import ToolResult
 from mermaid_cli.tools.base import ToolContext
@@ -31,17 +32,9 @@ TICKER = textwrap.dedent(
 )
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
-
-
 async def wait_gone(pid: int, within: float = 5.0) -> bool:
     deadline = time.monotonic() + within
-    while alive(pid):
+    while pid_alive(pid):
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.05)
@@ -87,7 +80,7 @@ async def test_start_returns_an_id_and_pid(ctx) -> None:
     result = await start(ctx, "sleep 300")
     assert result.metadata["background_id"] == "bg-1"
     assert "bg-1" in result.content and str(result.metadata["pid"]) in result.content
-    assert alive(result.metadata["pid"])
+    assert pid_alive(result.metadata["pid"])
     second = await start(ctx, "sleep 300")
     assert second.metadata["background_id"] == "bg-2"
 
@@ -235,9 +228,9 @@ def test_interpreter_exit_kills_leftover_processes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     pid = int(done.stdout.strip())
     deadline = time.monotonic() + 5
-    while alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not alive(pid)
+    assert not pid_alive(pid)
 
 
 def test_catalog_and_categories() -> None:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import call, run_mermaid, say, write_script
+from conftest import call, pid_alive, run_mermaid, say, write_script
 
 from mermaid_cli.config.loader import load_settings
 from mermaid_cli.security.childenv import scrubbed_env
@@ -242,9 +242,9 @@ def test_kill_9_of_mermaid_leaves_no_background_child(repo: Path, tmp_path: Path
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
             time.sleep(0.1)
-        assert not [p for p in pids if _alive(p)]
+        assert not [p for p in pids if pid_alive(p)]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -257,13 +257,6 @@ def _children_of(pid: int) -> list[str]:
     except OSError:
         return []
 
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def test_fail_closed_exits_2_before_the_first_model_call(repo: Path) -> None:

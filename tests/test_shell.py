@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import pid_alive
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,18 +24,9 @@ from mermaid_cli.tools.shell import MAX_OUTPUT_BYTES, ExecuteCommand, ExecuteCom
 NO_HANG_SECS = 20
 
 
-def alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie waiting to be reaped counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
-
-
 async def wait_gone(pid: int, within: float = 5.0) -> bool:
     deadline = time.monotonic() + within
-    while alive(pid):
+    while pid_alive(pid):
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.05)

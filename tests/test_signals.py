@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import call, run_inprocess, say, write_script
+from conftest import call, pid_alive, run_inprocess, say, write_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,14 +37,6 @@ def _wait_for_line(proc, kind, timeout=30):
     raise AssertionError(f"no {kind} line: {lines}")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_ends_the_run_cleanly(project, signum, code):
     write_script(
@@ -71,10 +62,10 @@ def test_signal_ends_the_run_cleanly(project, signum, code):
     assert any(e["type"] == "tool_finished" and e["status"] == "cancelled" for e in events)
     assert b"Traceback" not in err
     for _ in range(50):
-        if not _pid_alive(child):
+        if not pid_alive(child):
             break
         time.sleep(0.1)
-    assert not _pid_alive(child), "the command outlived the run"
+    assert not pid_alive(child), "the command outlived the run"
     sid = events[0]["session_id"]
     assert (project / ".mermaid/conversations" / f"{sid}.jsonl").stat().st_size > 0
 
