@@ -330,6 +330,22 @@ def test_sigterm_during_children_stops_every_child_process(project):
     code, events, err, children = _sigterm_once_running(project, ("c1.pid", "c2.pid"))
     assert code == 143, err
     assert events[-1]["type"] == "result" and events[-1]["status"] == "interrupted"
+    # each child's end is reported, with what it spent, before its `agent` call's own end
+    ends = [(e["type"], e.get("agent_id"), e["status"]) for e in events if e["type"] == "agent_finished"]
+    assert sorted(ends) == [("agent_finished", "a1", "cancelled"), ("agent_finished", "a2", "cancelled")]
+    for agent_id, call_id in (
+        (e["agent_id"], e["parent_call_id"]) for e in events if e["type"] == "agent_started"
+    ):
+        kinds = [
+            e["type"]
+            for e in events
+            if (e["type"] == "agent_finished" and e["agent_id"] == agent_id)
+            or (e["type"] == "tool_finished" and e["call_id"] == call_id and not e.get("agent_id"))
+        ]
+        assert kinds == ["agent_finished", "tool_finished"]
+    agents = events[-1]["agents"]
+    assert [a["status"] for a in agents] == ["cancelled", "cancelled"]
+    assert all(a["num_turns"] == 1 and a["usage"]["input_tokens"] > 0 for a in agents)
     assert b"Traceback" not in err
     for _ in range(50):
         if not any(pid_alive(pid) for pid in children):

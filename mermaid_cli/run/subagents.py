@@ -258,6 +258,7 @@ class Subagents:
             stats: RunStats | None = None
             error: str | None = None
             landed: list[str] | None = None
+            stopped: asyncio.CancelledError | None = None
             try:
                 parts = await assemble(opts, io, child_out, draft, self._child_lineage(record, call_id))
                 budget = min(parts.settings.agents.timeout, self.deadline - io.monotonic())
@@ -273,6 +274,8 @@ class Subagents:
                 status, error = "limit", exc.message
             except MermaidError as exc:
                 status, error = exc.status, exc.message
+            except asyncio.CancelledError as exc:  # the run is stopping (a signal, its deadline)
+                status, stopped = "cancelled", exc
             finally:
                 await close_draft(draft)
                 record.busy = False
@@ -291,6 +294,8 @@ class Subagents:
                     **tags,
                 )
             )
+        if stopped is not None:  # reported like every other end (its spend, `agent_finished`)
+            raise stopped
         if landed is not None and stats is not None:
             stats.files_changed = landed  # the patch's files, as they now are in the project
         return self._report(record, stats, status, error, call_id)
