@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mermaid_cli.config.sections.hooks import HookSpec
+from mermaid_cli.core.gather import gather_all
 
 OUTPUT_CAP = 64 * 1024
 REASON_CAP = 1_000
@@ -77,7 +78,7 @@ async def run_before_tool_use(
     if not hooks:
         return HookOutcome()
     payload = json.dumps(call, ensure_ascii=False, default=str).encode("utf-8")
-    results = await asyncio.gather(*(_run_one(h, payload, h.timeout or timeout, plugin_env) for h in hooks))
+    results = await gather_all(*(_run_one(h, payload, h.timeout or timeout, plugin_env) for h in hooks))
     out = HookOutcome()
     contexts: list[str] = []
     updaters: list[str] = []
@@ -116,7 +117,7 @@ async def run_observers(
     if not hooks:
         return []
     data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
-    results = await asyncio.gather(*(_run_one(h, data, h.timeout or timeout, True, event) for h in hooks))
+    results = await gather_all(*(_run_one(h, data, h.timeout or timeout, True, event) for h in hooks))
     warnings = []
     for hook, r in zip(hooks, results, strict=True):
         if r.warning:  # "no opinion" is the decision protocol's word; observers have none

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mermaid_cli.core.errors import EXIT_CODES
+from mermaid_cli.core.gather import gather_all
 from mermaid_cli.run.batch.plan import Shard, shard_tasks
 from mermaid_cli.run.batch.results import BatchHeader, BatchSummary, TaskResult, line, summarize
 from mermaid_cli.run.batch.tasks import BatchTask, TaskList
@@ -312,7 +313,7 @@ async def run_batch(
             on_result(result, len(results), len(tasks))
 
     try:
-        await asyncio.gather(*(one(task) for task in tasks))
+        await gather_all(*(one(task) for task in tasks))  # none still running when `parent` goes
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
