@@ -325,3 +325,28 @@ def test_plan_output_feeds_a_github_matrix_and_clamps_to_the_task_count(repo, tm
     assert plan["include"] == [{"shard": "1/2", "tasks": 1}, {"shard": "2/2", "tasks": 1}]
     bad = run_mermaid(["batch", str(tasks), "--shard", "3/2"], repo)
     assert bad.code == 2 and "between 1 and 2" in bad.stderr
+
+
+async def test_a_task_cancelled_with_the_batch_stops_its_run(tmp_path):
+    """When the batch stops without a task (another task failed), that task's process is asked
+    to end (SIGTERM: its run ends as an interrupted one) and waited for, never left running."""
+    import asyncio
+
+    from conftest import pid_alive
+
+    from mermaid_cli.run.batch.runner import _run_child, _State
+
+    ready = tmp_path / "ready"
+    script = f"import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)); open({str(ready)!r}, 'w').close(); time.sleep(60)"
+    state = _State()
+    run = asyncio.ensure_future(_run_child([sys.executable, "-c", script], tmp_path, tmp_path, state, None))
+    for _ in range(200):
+        if ready.exists():
+            break
+        await asyncio.sleep(0.05)
+    (proc,) = state.running
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert proc.returncode == 143  # it ended on SIGTERM, by its own handler, before the cancellation went on
+    assert not pid_alive(proc.pid) and not state.running

@@ -39,6 +39,8 @@ from mermaid_cli.run.worktree import WorktreeError
 
 #: a task that outlives its own --timeout by this much is killed (its run should have ended)
 KILL_GRACE_SECS = 30.0
+#: how long a task's run gets to end after SIGTERM when the batch stops without it
+CANCEL_GRACE_SECS = 10.0
 
 
 @dataclass(frozen=True)
@@ -161,8 +163,24 @@ async def _run_child(
             except TimeoutError:
                 proc.kill()
                 return await proc.wait()
+            except asyncio.CancelledError:  # the batch is ending without this task (a failure)
+                await _stop_child(proc)
+                raise
         finally:
             state.running.discard(proc)
+
+
+async def _stop_child(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM, so that the run ends as an interrupted one (its `result`, its cleanups); SIGKILL
+    if it is still there after `CANCEL_GRACE_SECS`."""
+    if proc.returncode is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), CANCEL_GRACE_SECS)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
 
 
 def _last_result(events_file: Path) -> dict[str, object] | None:
