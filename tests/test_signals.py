@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -120,3 +121,36 @@ def test_sigterm_while_mcp_servers_start_still_ends_with_a_result(project, isola
     assert proc.returncode == 143, err
     assert events[0]["type"] == "session_started" and events[-1]["status"] == "interrupted"
     assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize("signame,code", [("TERM", 143), ("INT", 130)])
+def test_a_signal_while_the_process_starts_still_ends_with_a_result(project, signame, code):
+    """A signal after flag parsing but before the run's event loop handles signals (its imports,
+    ~0.1 s) is held and honoured: the run stops before any work, with `result` (DESIGN §2). The
+    default actions ended the process mid-import: SIGTERM with no output, SIGINT with a traceback.
+    Made exact by a `git` stand-in that signals Mermaid as the start-up snapshot runs it."""
+    import shutil
+
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    write_script(project / "s.jsonl", [call("execute_command", {"command": "echo ran > ran.txt"}), say("ok")])
+    bin_dir = project.parent / "bin"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "git"
+    stand_in.write_text(f'#!/bin/sh\nkill -{signame} $PPID\nexec {shutil.which("git")} "$@"\n')
+    stand_in.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--safety", "full_access"]
+        + ["--model", "replay/s.jsonl", "go"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+    )
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert proc.returncode == code, proc.stderr
+    assert events[0]["type"] == "session_started" and events[-1]["type"] == "result"
+    assert events[-1]["status"] == "interrupted" and events[-1]["exit_code"] == code
+    assert b"Traceback" not in proc.stderr
+    assert not (project / "ran.txt").exists()  # stopped before any tool ran

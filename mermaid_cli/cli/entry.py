@@ -183,6 +183,9 @@ def main() -> None:
         # instructions, walking modules and classes that live as long as the run, which `Run`
         # then freezes out of the collector (gc.freeze) before it enables it again
         gc.disable()
+        from mermaid_cli.core import held_signals
+
+        held_signals.hold()  # a signal from here on ends the run with its `result`, not mid-import
     from mermaid_cli.cli import kept_modules
 
     kept_modules.install()  # every module imported from here on may come from the kept code

@@ -66,6 +66,11 @@ def options_from_params(params: dict[str, Any]) -> Any:
 
 def run_exec(kwargs: dict[str, Any]) -> None:
     """Run `exec` with its parsed parameters (click's, or `exec_args.parse`'s), then end the process."""
+    from mermaid_cli.core import held_signals  # (not at the top: `--help` imports this module)
+
+    real = _real_process()
+    if real:  # SIGINT/SIGTERM from here on end the run with its `result` (core/held_signals.py)
+        held_signals.hold()
     prestarted = _prestart_snapshot(kwargs)
     try:
         from mermaid_cli.cli.lazy_ssl import import_asyncio
@@ -86,6 +91,8 @@ def run_exec(kwargs: dict[str, Any]) -> None:
             stderr_is_tty=_isatty(sys.stderr),
         )
         code = execute(opts, io)
+        if real:  # the loop gave the signals back their default actions; `result` is written
+            held_signals.hold()
     finally:
         if prestarted:
             from mermaid_cli.run.workspace_diff import discard_prestart

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, Unpack
 
 from mermaid_cli import __version__
 from mermaid_cli.core import events as ev
+from mermaid_cli.core import held_signals
 from mermaid_cli.core.errors import Interrupted, MermaidError, RunTimeout
 from mermaid_cli.run.options import ExecOptions, RunIO
 from mermaid_cli.run.output import Output
@@ -129,6 +130,7 @@ class Run:
         error: BaseException | None = None
         stats = None
         try:
+            self._take_held_signal()
             parts = self.parts = await assemble(self.opts, self.io, self.out, self.draft)
             # What is alive now (modules, classes, settings) lives as long as the run: a full
             # collection walked all of it, 30-80 ms at a random moment of a run, the end included.
@@ -160,6 +162,16 @@ class Run:
                 loop.add_signal_handler(signum, self._on_signal, signum)
             except (NotImplementedError, RuntimeError):  # pragma: no cover - non-main thread
                 pass
+
+    def _take_held_signal(self) -> None:
+        """A signal that came while the process started (`core/held_signals`): stop before any work."""
+        if not self.io.install_signal_handlers:
+            return
+        signum = held_signals.take()
+        if signum is not None:
+            self.signum = signum
+            self.out.note(f"received {signal.Signals(signum).name}: stopping the run")
+            raise Interrupted(signum)
 
     async def _drive_within_deadline(self, parts: RunParts) -> RunStats:
         remaining = parts.deadline - self.io.monotonic()
