@@ -154,3 +154,32 @@ def test_a_signal_while_the_process_starts_still_ends_with_a_result(project, sig
     assert events[-1]["status"] == "interrupted" and events[-1]["exit_code"] == code
     assert b"Traceback" not in proc.stderr
     assert not (project / "ran.txt").exists()  # stopped before any tool ran
+
+
+def test_a_stdin_left_open_keeps_neither_a_signal_nor_the_timeout_from_ending_the_run(project):
+    """`producer | mermaid exec -` with a producer that hangs: the prompt waits for stdin to close,
+    but SIGTERM still ends the run at once (143, `result` last) and `--timeout` still applies (124).
+    Before, SIGTERM waited for stdin to close and the run then reported a usage error (exit 2)."""
+    write_script(project / "s.jsonl", [say("never")])
+    args = [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--model", "replay/s.jsonl"]
+    stopped = subprocess.Popen(
+        [*args, "-"], cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    timed = subprocess.Popen(
+        [*args, "--timeout", "1", "-"], cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        time.sleep(1.0)  # well into the wait for stdin (a signal still starting up is held: 143 too)
+        stopped.send_signal(signal.SIGTERM)
+        assert stopped.wait(timeout=10) == 143
+        assert timed.wait(timeout=15) == 124
+    finally:
+        for proc in (stopped, timed):
+            proc.kill()
+            proc.stdin.close()
+            proc.wait()
+    events = [json.loads(line) for line in stopped.stdout.read().splitlines()]
+    assert events[-1]["type"] == "result" and events[-1]["status"] == "interrupted"
+    assert b"Traceback" not in stopped.stderr.read()
+    result = json.loads(timed.stdout.read().splitlines()[-1])
+    assert result["status"] == "timeout" and "waiting for stdin" in result["errors"][-1]

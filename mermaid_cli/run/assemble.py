@@ -19,7 +19,7 @@ from mermaid_cli.core.errors import UsageError
 from mermaid_cli.run.child import NarrowedRegistry
 from mermaid_cli.run.gating import run_gate
 from mermaid_cli.run.lineage import Lineage, Tree
-from mermaid_cli.run.options import ExecOptions, RunIO, check_options, resolve_prompt
+from mermaid_cli.run.options import ExecOptions, RunIO, check_options, resolve_prompt, wait_for_piped
 from mermaid_cli.run.output import Output
 from mermaid_cli.run.parts import build_agent, mcp_prompt, open_recorder, resolve_run_model
 from mermaid_cli.run.setup import (
@@ -272,10 +272,14 @@ async def assemble(
         schema = load_schema(io.cwd / opts.output_schema)
     history = load_history(opts, draft.project_root, out, child_session=lineage.session_path)
     draft.session_id = history.session_id
-    prompt = resolve_prompt(opts.prompt, io) if opts.mcp_prompt is None else ""
+    deadline = draft.t0 + settings.run.timeout
+    prompt = (
+        resolve_prompt(opts.prompt, await wait_for_piped(io, deadline, settings.run.timeout))
+        if opts.mcp_prompt is None
+        else ""
+    )
     if ext is not None and prompt:
         prompt = ext.expand_prompt(prompt)
-    deadline = draft.t0 + settings.run.timeout
     model, provider = resolve_run_model(opts, io, out, draft, settings, deadline, lineage.model)
     # A person can be asked only when both ends are a terminal (never in CI).
     interactive = bool(
@@ -302,7 +306,7 @@ async def assemble(
         draft.cleanups.append(mcp.aclose)
         draft.pending_errors.extend(errors)
     if opts.mcp_prompt is not None:
-        prompt = await mcp_prompt(opts, io, mcp)
+        prompt = await mcp_prompt(opts, io, mcp, deadline, settings.run.timeout)
     draft.tools = registry.names()
     system = system_prompt(
         settings,

@@ -5,7 +5,10 @@ anything is loaded (exit 2 on a bad combination or an unwritable output path).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from mermaid_cli.core.errors import UsageError
+from mermaid_cli.core.errors import RunTimeout, UsageError
 
 
 @dataclass
@@ -112,9 +115,56 @@ def read_piped(io: RunIO) -> str:
         return text.strip()
 
 
-def resolve_prompt(prompt: str | None, io: RunIO) -> str:
+async def wait_for_piped(io: RunIO, deadline: float, timeout: float) -> str:
+    """`read_piped`, from a pipe or socket on a thread of its own, so that a stdin left open (a
+    producer that hangs) keeps neither a signal nor `--timeout` (`timeout` seconds, ending at
+    `deadline` on `io.monotonic`'s scale) from ending the run. A read still blocked then is left
+    behind: the process exits without waiting for it."""
+    if io.stdin is None or io.stdin_is_tty:
+        return ""
+    if not _may_block(io.stdin):  # /dev/null, a file, a test's stream: at once, no thread
+        return read_piped(io)
+    import asyncio  # (not at the top: this module loads before asyncio may, cli/lazy_ssl.py)
+
+    loop = asyncio.get_running_loop()
+    arrived: asyncio.Future[str] = loop.create_future()
+
+    def deliver(value: str | None, error: BaseException | None) -> None:
+        if arrived.done():  # the run stopped waiting
+            return
+        if error is not None:
+            arrived.set_exception(error)
+        else:
+            arrived.set_result(value or "")
+
+    def read() -> None:
+        value, error = None, None
+        try:
+            value = read_piped(io)
+        except Exception as exc:  # noqa: BLE001 - handed to the run, which reports it
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(deliver, value, error)
+
+    threading.Thread(target=read, name="mermaid-stdin", daemon=True).start()
+    try:
+        return await asyncio.wait_for(arrived, max(deadline - io.monotonic(), 0.001))
+    except TimeoutError:
+        raise RunTimeout(
+            f"the run exceeded --timeout {timeout:g} seconds waiting for stdin to close"
+        ) from None
+
+
+def _may_block(stream: object) -> bool:
+    try:
+        mode = os.fstat(stream.fileno()).st_mode  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # no descriptor: a stream in memory
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def resolve_prompt(prompt: str | None, piped: str) -> str:
     """The prompt argument, piped stdin, or both (stdin appended as a fenced block)."""
-    piped = read_piped(io)
     if prompt is None or prompt == "-":
         if not piped:
             raise UsageError("no prompt given: pass a prompt or pipe text on stdin")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.core.types import ModelTurn, TurnRequest
 from mermaid_cli.providers.base import TurnSink
-from mermaid_cli.run.options import ExecOptions, RunIO, read_piped
+from mermaid_cli.run.options import ExecOptions, RunIO, wait_for_piped
 from mermaid_cli.run.output import Output
 from mermaid_cli.run.setup import Draft, History
 
@@ -89,13 +89,15 @@ def resolve_run_model(
     return resolved, provider
 
 
-async def mcp_prompt(opts: ExecOptions, io: RunIO, mcp: McpManager | None) -> str:
+async def mcp_prompt(
+    opts: ExecOptions, io: RunIO, mcp: McpManager | None, deadline: float, timeout: float
+) -> str:
     from mermaid_cli.integrations.mcp.prompts import fetch_prompt
 
     if mcp is None:
         raise UsageError("--mcp-prompt: no MCP servers are configured")
     text = await fetch_prompt(mcp, opts.mcp_prompt or "", list(opts.prompt_args))
-    piped = read_piped(io)
+    piped = await wait_for_piped(io, deadline, timeout)
     return f"{text}\n\n```\n{piped}\n```" if piped else text
 
 

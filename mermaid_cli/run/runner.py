@@ -149,6 +149,8 @@ class Run:
             error = MermaidError(f"internal error: {type(exc).__name__}: {exc}")
         finally:
             await close_draft(self.draft)
+        if error is not None and self.signum is not None and not isinstance(error, Interrupted):
+            error = Interrupted(self.signum)  # DESIGN §3: of the ways a run fails, a signal comes first
         if stats is None and self.draft.agent is not None:
             stats = self.draft.agent.stats
         return self._finish(error, stats)
