@@ -5,10 +5,8 @@ anything is loaded (exit 2 on a bad combination or an unwritable output path).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -126,29 +124,12 @@ async def wait_for_piped(io: RunIO, deadline: float, timeout: float) -> str:
         return read_piped(io)
     import asyncio  # (not at the top: this module loads before asyncio may, cli/lazy_ssl.py)
 
-    loop = asyncio.get_running_loop()
-    arrived: asyncio.Future[str] = loop.create_future()
+    from mermaid_cli.core.daemon_read import on_daemon_thread
 
-    def deliver(value: str | None, error: BaseException | None) -> None:
-        if arrived.done():  # the run stopped waiting
-            return
-        if error is not None:
-            arrived.set_exception(error)
-        else:
-            arrived.set_result(value or "")
-
-    def read() -> None:
-        value, error = None, None
-        try:
-            value = read_piped(io)
-        except Exception as exc:  # noqa: BLE001 - handed to the run, which reports it
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(deliver, value, error)
-
-    threading.Thread(target=read, name="mermaid-stdin", daemon=True).start()
     try:
-        return await asyncio.wait_for(arrived, max(deadline - io.monotonic(), 0.001))
+        return await asyncio.wait_for(
+            on_daemon_thread(lambda: read_piped(io), "mermaid-stdin"), max(deadline - io.monotonic(), 0.001)
+        )
     except TimeoutError:
         raise RunTimeout(
             f"the run exceeded --timeout {timeout:g} seconds waiting for stdin to close"

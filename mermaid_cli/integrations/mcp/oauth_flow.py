@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from mermaid_cli.config.sections.mcp import McpServerSettings
+from mermaid_cli.core.daemon_read import on_daemon_thread
 from mermaid_cli.core.errors import UsageError
 from mermaid_cli.integrations.mcp.oauth import make_provider
 from mermaid_cli.integrations.mcp.oauth_store import delete_entry, keyring_available, pending_scope, signed_in
@@ -95,29 +95,8 @@ def check_response(
 
 
 async def _read_pasted(read_line: ReadLine) -> str:
-    """One line from `read_line`, in a daemon thread: an abandoned read (a timeout) never keeps the
-    process alive at exit, unlike the default executor's threads."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[str] = loop.create_future()
-
-    def deliver(line: str | None, error: BaseException | None) -> None:
-        if done.done():
-            return
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(line or "")
-
-    def reader() -> None:
-        try:
-            line = read_line()
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
-            loop.call_soon_threadsafe(deliver, None, exc)
-            return
-        loop.call_soon_threadsafe(deliver, line, None)
-
-    threading.Thread(target=reader, name="mcp-login-paste", daemon=True).start()
-    return await done
+    """One line from `read_line`: an abandoned read (a timeout) never keeps the process alive at exit."""
+    return await on_daemon_thread(read_line, "mcp-login-paste") or ""
 
 
 async def login(
