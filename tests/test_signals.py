@@ -156,6 +156,22 @@ def test_a_signal_while_the_process_starts_still_ends_with_a_result(project, sig
     assert not (project / "ran.txt").exists()  # stopped before any tool ran
 
 
+def _stop_one_and_time_out_the_other(stopped: subprocess.Popen, timed: subprocess.Popen) -> None:
+    """A second in, SIGTERM `stopped` (it exits 143); `timed` reaches its `--timeout` (124).
+    Neither is left running, whatever fails."""
+    try:
+        time.sleep(1.0)
+        stopped.send_signal(signal.SIGTERM)
+        assert stopped.wait(timeout=15) == 143
+        assert timed.wait(timeout=15) == 124
+    finally:
+        for proc in (stopped, timed):
+            proc.kill()
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait()
+
+
 def test_a_stdin_left_open_keeps_neither_a_signal_nor_the_timeout_from_ending_the_run(project):
     """`producer | mermaid exec -` with a producer that hangs: the prompt waits for stdin to close,
     but SIGTERM still ends the run at once (143, `result` last) and `--timeout` still applies (124).
@@ -168,18 +184,33 @@ def test_a_stdin_left_open_keeps_neither_a_signal_nor_the_timeout_from_ending_th
     timed = subprocess.Popen(
         [*args, "--timeout", "1", "-"], cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
-    try:
-        time.sleep(1.0)  # well into the wait for stdin (a signal still starting up is held: 143 too)
-        stopped.send_signal(signal.SIGTERM)
-        assert stopped.wait(timeout=10) == 143
-        assert timed.wait(timeout=15) == 124
-    finally:
-        for proc in (stopped, timed):
-            proc.kill()
-            proc.stdin.close()
-            proc.wait()
+    # a second in, the first waits for stdin (a signal while it still starts is held: 143 too)
+    _stop_one_and_time_out_the_other(stopped, timed)
     events = [json.loads(line) for line in stopped.stdout.read().splitlines()]
     assert events[-1]["type"] == "result" and events[-1]["status"] == "interrupted"
     assert b"Traceback" not in stopped.stderr.read()
     result = json.loads(timed.stdout.read().splitlines()[-1])
     assert result["status"] == "timeout" and "waiting for stdin" in result["errors"][-1]
+
+
+def test_a_git_that_hangs_keeps_neither_the_timeout_nor_a_signal_from_ending_the_run(project):
+    """The workspace snapshot's `git` stuck (a stalled file system): `--timeout` and SIGTERM still
+    end the run and the process exits, the stuck `git` killed. Before, `result` was written but the
+    process waited for the snapshot's thread, past any timeout, until git's own 120 s limit."""
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    write_script(project / "s.jsonl", [call("execute_command", {"command": "echo ran > ran.txt"}), say("ok")])
+    bin_dir = project.parent / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f"#!/bin/sh\necho $$ >> {project.parent / 'git.pids'}\nexec sleep 60\n")
+    (bin_dir / "git").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    args = [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--safety", "full_access"]
+    args += ["--model", "replay/s.jsonl"]
+    timed = subprocess.Popen([*args, "--timeout", "2", "go"], cwd=project, env=env, stdout=subprocess.PIPE)
+    stopped = subprocess.Popen([*args, "go"], cwd=project, env=env, stdout=subprocess.PIPE)
+    _stop_one_and_time_out_the_other(stopped, timed)
+    for proc, status in ((stopped, "interrupted"), (timed, "timeout")):
+        assert json.loads(proc.stdout.read().splitlines()[-1])["status"] == status
+    gits = [int(pid) for pid in (project.parent / "git.pids").read_text().split()]
+    assert gits and not any(pid_alive(pid) for pid in gits)
+    assert not (project / "ran.txt").exists()

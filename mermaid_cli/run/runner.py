@@ -9,8 +9,10 @@ Guarantees (DESIGN.md §2, §3): once flags are parsed, `session_started` is the
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import signal
+import sys
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ExecOptions", "Run", "RunIO", "execute"]  # the options are re-exported for cli.main
 
+#: how long the end of a run waits for the thread work it left behind
+LEFT_BEHIND_GRACE_SECS = 2.0
+
 _T = TypeVar("_T")
 _Ts = TypeVarTuple("_Ts")
 
@@ -40,8 +45,8 @@ class _RunLoop(asyncio.SelectorEventLoop):
     """The run's event loop. At its end asyncio starts a thread just to join the worker threads
     (`asyncio.to_thread`, DNS) off the loop, then waits for each idle one to wake and exit: up to
     ~25 ms of the exit on a busy machine (issue 23). Here work still running is waited for in
-    place, and idle workers are only told to stop (the process exits next; an in-process caller's
-    interpreter joins them at its own exit)."""
+    place, for `LEFT_BEHIND_GRACE_SECS` at most, and idle workers are only told to stop (the
+    process exits next; an in-process caller's interpreter joins them at its own exit)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -65,7 +70,13 @@ class _RunLoop(asyncio.SelectorEventLoop):
     async def shutdown_default_executor(self) -> None:
         await super().shutdown_default_executor()
         if self._workers is not None:
-            self._workers.shutdown(wait=any(not job.done() for job in list(self._jobs)))
+            # work the run left behind (its awaiter was cancelled) gets a moment to end, not
+            # forever: a thread stuck in a system call (DNS, a stalled file system) must not
+            # keep the process from exiting once `result` is written
+            running = [job for job in list(self._jobs) if not job.done()]
+            if running:
+                concurrent.futures.wait(running, timeout=LEFT_BEHIND_GRACE_SECS)
+            self._workers.shutdown(wait=False)
             self._workers = None
 
 
@@ -153,7 +164,11 @@ class Run:
             error = Interrupted(self.signum)  # DESIGN §3: of the ways a run fails, a signal comes first
         if stats is None and self.draft.agent is not None:
             stats = self.draft.agent.stats
-        return self._finish(error, stats)
+        code = self._finish(error, stats)
+        diff = sys.modules.get("mermaid_cli.run.workspace_diff")
+        if diff is not None:  # a snapshot still comparing was left behind by the run's end
+            diff.abandon_git()
+        return code
 
     def _install_signal_handlers(self) -> None:
         if not self.io.install_signal_handlers:

@@ -41,6 +41,8 @@ from mermaid_cli.security.childenv import SAFE_GIT, scrubbed_env
 if TYPE_CHECKING:  # the stat snapshot is a non-git tree's: a git one never loads it
     from mermaid_cli.run.workspace_stat import Change, StatSnapshot
 
+#: a `git` of the snapshot that takes longer is stopped (the snapshot then falls back to stat)
+GIT_TIMEOUT_SECS = 120
 #: a comparison that took longer than this is not repeated after every tool batch
 REFRESH_MAX_S = 0.5
 #: comparisons on the worker take at most this share of the run's time so far: a long run of
@@ -61,15 +63,48 @@ def _exe(name: str) -> str:
     return shutil.which(name) or name
 
 
+#: the snapshot's `git` processes running now, for `abandon_git`
+_running_git: set[subprocess.Popen[bytes]] = set()
+_running_git_lock = threading.Lock()
+
+
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
-    return subprocess.run(
-        [_exe("git"), *SAFE_GIT, "-c", "core.quotepath=off", *args],
+    argv = [_exe("git"), *SAFE_GIT, "-c", "core.quotepath=off", *args]
+    with subprocess.Popen(
+        argv,
         cwd=root,
         env=env if env is not None else scrubbed_env(os.environ),  # see _GitIndex: no secrets
-        capture_output=True,
-        check=True,
-        timeout=120,
-    ).stdout
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        with _running_git_lock:
+            _running_git.add(proc)
+        try:
+            out, err = proc.communicate(timeout=GIT_TIMEOUT_SECS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        finally:
+            with _running_git_lock:
+                _running_git.discard(proc)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, argv, out, err)
+    return out
+
+
+def abandon_git() -> None:
+    """Kill the snapshot's `git` processes still running: the run has written its `result`
+    without them (a signal or `--timeout` came first), and a `git` that hangs (a slow or stuck
+    file system) must not keep the process from exiting. Their threads end with an error."""
+    with _running_git_lock:
+        running = list(_running_git)
+    for proc in running:
+        try:
+            proc.kill()
+        except OSError:  # already reaped
+            pass
 
 
 class _GitIndex:
