@@ -190,7 +190,7 @@ def test_a_stdin_left_open_keeps_neither_a_signal_nor_the_timeout_from_ending_th
     assert events[-1]["type"] == "result" and events[-1]["status"] == "interrupted"
     assert b"Traceback" not in stopped.stderr.read()
     result = json.loads(timed.stdout.read().splitlines()[-1])
-    assert result["status"] == "timeout" and "waiting for stdin" in result["errors"][-1]
+    assert result["status"] == "timeout" and "--timeout 1 seconds" in result["errors"][-1]
 
 
 def test_a_git_that_hangs_keeps_neither_the_timeout_nor_a_signal_from_ending_the_run(project):
@@ -214,3 +214,25 @@ def test_a_git_that_hangs_keeps_neither_the_timeout_nor_a_signal_from_ending_the
     gits = [int(pid) for pid in (project.parent / "git.pids").read_text().split()]
     assert gits and not any(pid_alive(pid) for pid in gits)
     assert not (project / "ran.txt").exists()
+
+
+def test_the_timeout_also_covers_mcp_servers_that_never_start(project, isolated_env):
+    """`--timeout` caps the whole run, its assembly included: a server given 60 s to start no
+    longer stretches a 2 s run to a minute (the run then reported `timeout` after 63 s)."""
+    from pathlib import Path
+
+    hang = Path(__file__).parent / "mcp_servers" / "hang.py"
+    cfg = isolated_env / "config" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(
+        f'[mcp_servers.slow]\ncommand = "{sys.executable}"\nargs = ["{hang}", "{project.parent / "hang.pid"}"]\n'
+        "startup_timeout_secs = 60\n"
+    )
+    write_script(project / "s.jsonl", [say("never")])
+    started = time.monotonic()
+    proc = _start(project, ["--timeout", "2", "--model", "replay/s.jsonl", "wait"])
+    out, err = proc.communicate(timeout=40)
+    events = [json.loads(x) for x in out.splitlines()]
+    assert proc.returncode == 124, err
+    assert events[-1]["status"] == "timeout" and "--timeout 2 seconds" in events[-1]["errors"][-1]
+    assert time.monotonic() - started < 30  # the server's 60 s to start did not count

@@ -272,12 +272,9 @@ async def assemble(
         schema = load_schema(io.cwd / opts.output_schema)
     history = load_history(opts, draft.project_root, out, child_session=lineage.session_path)
     draft.session_id = history.session_id
-    deadline = draft.t0 + settings.run.timeout
-    prompt = (
-        resolve_prompt(opts.prompt, await wait_for_piped(io, deadline, settings.run.timeout))
-        if opts.mcp_prompt is None
-        else ""
-    )
+    deadline = draft.deadline
+    assert deadline is not None  # (the settings are loaded)
+    prompt = resolve_prompt(opts.prompt, await wait_for_piped(io)) if opts.mcp_prompt is None else ""
     if ext is not None and prompt:
         prompt = ext.expand_prompt(prompt)
     model, provider = resolve_run_model(opts, io, out, draft, settings, deadline, lineage.model)
@@ -306,7 +303,7 @@ async def assemble(
         draft.cleanups.append(mcp.aclose)
         draft.pending_errors.extend(errors)
     if opts.mcp_prompt is not None:
-        prompt = await mcp_prompt(opts, io, mcp, deadline, settings.run.timeout)
+        prompt = await mcp_prompt(opts, io, mcp)
     draft.tools = registry.names()
     system = system_prompt(
         settings,

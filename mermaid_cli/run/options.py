@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from mermaid_cli.core.errors import RunTimeout, UsageError
+from mermaid_cli.core.errors import UsageError
 
 
 @dataclass
@@ -113,27 +113,18 @@ def read_piped(io: RunIO) -> str:
         return text.strip()
 
 
-async def wait_for_piped(io: RunIO, deadline: float, timeout: float) -> str:
+async def wait_for_piped(io: RunIO) -> str:
     """`read_piped`, from a pipe or socket on a thread of its own, so that a stdin left open (a
-    producer that hangs) keeps neither a signal nor `--timeout` (`timeout` seconds, ending at
-    `deadline` on `io.monotonic`'s scale) from ending the run. A read still blocked then is left
-    behind: the process exits without waiting for it."""
+    producer that hangs) keeps neither a signal nor `--timeout` (the runner's, over all of
+    assembly) from ending the run. A read still blocked then is left behind: the process exits
+    without waiting for it."""
     if io.stdin is None or io.stdin_is_tty:
         return ""
     if not _may_block(io.stdin):  # /dev/null, a file, a test's stream: at once, no thread
         return read_piped(io)
-    import asyncio  # (not at the top: this module loads before asyncio may, cli/lazy_ssl.py)
-
     from mermaid_cli.core.daemon_read import on_daemon_thread
 
-    try:
-        return await asyncio.wait_for(
-            on_daemon_thread(lambda: read_piped(io), "mermaid-stdin"), max(deadline - io.monotonic(), 0.001)
-        )
-    except TimeoutError:
-        raise RunTimeout(
-            f"the run exceeded --timeout {timeout:g} seconds waiting for stdin to close"
-        ) from None
+    return await on_daemon_thread(lambda: read_piped(io), "mermaid-stdin")
 
 
 def _may_block(stream: object) -> bool:

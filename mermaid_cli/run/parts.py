@@ -89,15 +89,13 @@ def resolve_run_model(
     return resolved, provider
 
 
-async def mcp_prompt(
-    opts: ExecOptions, io: RunIO, mcp: McpManager | None, deadline: float, timeout: float
-) -> str:
+async def mcp_prompt(opts: ExecOptions, io: RunIO, mcp: McpManager | None) -> str:
     from mermaid_cli.integrations.mcp.prompts import fetch_prompt
 
     if mcp is None:
         raise UsageError("--mcp-prompt: no MCP servers are configured")
     text = await fetch_prompt(mcp, opts.mcp_prompt or "", list(opts.prompt_args))
-    piped = await wait_for_piped(io, deadline, timeout)
+    piped = await wait_for_piped(io)
     return f"{text}\n\n```\n{piped}\n```" if piped else text
 
 

@@ -134,15 +134,13 @@ class Run:
             gc.enable()
 
     async def _main(self) -> int:
-        from mermaid_cli.run.assemble import assemble
-
         self._install_signal_handlers()
         self._main_task = asyncio.current_task()
         error: BaseException | None = None
         stats = None
         try:
             self._take_held_signal()
-            parts = self.parts = await assemble(self.opts, self.io, self.out, self.draft)
+            parts = self.parts = await self._assemble_within_deadline()
             # What is alive now (modules, classes, settings) lives as long as the run: a full
             # collection walked all of it, 30-80 ms at a random moment of a run, the end included.
             gc.freeze()
@@ -151,8 +149,9 @@ class Run:
             for pending in self.draft.pending_errors:
                 self.out.emit(pending)
             stats = await self._drive_within_deadline(parts)
-        except asyncio.CancelledError:
-            error = Interrupted(self.signum or signal.SIGINT)
+        except asyncio.CancelledError:  # a signal, or --timeout while assembling
+            error = self._timeout_error() if self.timed_out and self.signum is None else None
+            error = error or Interrupted(self.signum or signal.SIGINT)
         except MermaidError as exc:
             error = exc
         except Exception as exc:  # a bug in Mermaid: traceback to stderr only, exit 70
@@ -190,6 +189,27 @@ class Run:
             self.out.note(f"received {signal.Signals(signum).name}: stopping the run")
             raise Interrupted(signum)
 
+    async def _assemble_within_deadline(self) -> RunParts:
+        """Assembly under `--timeout` too (MCP servers starting, a provider's credentials). It runs
+        in this task (what it sets in context variables stays for the run); a watchdog cancels
+        it at the deadline, known once assembly has loaded the settings (its first step)."""
+        from mermaid_cli.run.assemble import assemble
+
+        main = asyncio.current_task()
+        assert main is not None
+        watchdog = asyncio.ensure_future(self._cancel_at_deadline(main))
+        try:
+            return await assemble(self.opts, self.io, self.out, self.draft)
+        finally:
+            watchdog.cancel()
+
+    async def _cancel_at_deadline(self, task: asyncio.Task[Any]) -> None:
+        while (deadline := self.draft.deadline) is None:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(max(deadline - self.io.monotonic(), 0.0))
+        self.timed_out = True
+        task.cancel()
+
     async def _drive_within_deadline(self, parts: RunParts) -> RunStats:
         remaining = parts.deadline - self.io.monotonic()
         task = self._run_task = asyncio.ensure_future(self._drive(parts))
@@ -201,8 +221,13 @@ class Run:
         if self.signum is not None:
             raise Interrupted(self.signum)
         if self.timed_out:
-            raise RunTimeout(f"the run exceeded --timeout {parts.timeout:g} seconds")
+            raise self._timeout_error()
         return task.result()
+
+    def _timeout_error(self) -> RunTimeout:
+        settings = self.draft.settings
+        assert settings is not None  # a deadline passed: the settings that set it are loaded
+        return RunTimeout(f"the run exceeded --timeout {settings.run.timeout:g} seconds")
 
     async def _drive(self, parts: RunParts) -> RunStats:
         """The model's work, then the operator's checks: --verify rounds, then --output-schema."""

@@ -87,6 +87,11 @@ class Draft:
     def redact(self, text: str) -> str:
         return self.redactor(text) if self.redactor is not None else text
 
+    @property
+    def deadline(self) -> float | None:
+        """When `--timeout` ends the run, on `t0`'s clock; None until the settings are loaded."""
+        return None if self.settings is None else self.t0 + self.settings.run.timeout
+
 
 def load_run_settings(opts: ExecOptions, io: RunIO, out: Output, draft: Draft) -> Settings:
     """Every config layer with the flags on top; then what follows from the settings: the
