@@ -150,8 +150,10 @@ class Run:
                 self.out.emit(pending)
             stats = await self._drive_within_deadline(parts)
         except asyncio.CancelledError:  # a signal, or --timeout while assembling
-            error = self._timeout_error() if self.timed_out and self.signum is None else None
-            error = error or Interrupted(self.signum or signal.SIGINT)
+            if self.timed_out and self.signum is None:
+                error = self._timeout_error()
+            else:
+                error = Interrupted(self.signum or signal.SIGINT)
         except MermaidError as exc:
             error = exc
         except Exception as exc:  # a bug in Mermaid: traceback to stderr only, exit 70
