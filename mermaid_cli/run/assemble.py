@@ -272,11 +272,11 @@ async def assemble(
         schema = load_schema(io.cwd / opts.output_schema)
     history = load_history(opts, draft.project_root, out, child_session=lineage.session_path)
     draft.session_id = history.session_id
-    deadline = draft.deadline
-    assert deadline is not None  # (the settings are loaded)
     prompt = resolve_prompt(opts.prompt, await wait_for_piped(io)) if opts.mcp_prompt is None else ""
     if ext is not None and prompt:
         prompt = ext.expand_prompt(prompt)
+    deadline = draft.deadline
+    assert deadline is not None  # (the settings are loaded)
     model, provider = resolve_run_model(opts, io, out, draft, settings, deadline, lineage.model)
     # A person can be asked only when both ends are a terminal (never in CI).
     interactive = bool(

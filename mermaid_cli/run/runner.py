@@ -187,8 +187,7 @@ class Run:
             return
         signum = held_signals.take()
         if signum is not None:
-            self.signum = signum
-            self.out.note(f"received {signal.Signals(signum).name}: stopping the run")
+            self._note_signal(signum)
             raise Interrupted(signum)
 
     async def _assemble_within_deadline(self) -> RunParts:
@@ -299,10 +298,14 @@ class Run:
         else:
             self.run_errors.append(error)
 
-    def _on_signal(self, signum: int) -> None:
+    def _note_signal(self, signum: int) -> None:
+        """The first signal is the one the run reports."""
         if self.signum is None:
             self.signum = signum
             self.out.note(f"received {signal.Signals(signum).name}: stopping the run")
+
+    def _on_signal(self, signum: int) -> None:
+        self._note_signal(signum)
         # Before the model's work starts (config, MCP servers), the preparation itself is cancelled;
         # either way the run ends through `_main`, which closes everything and prints `result`.
         task = self._run_task if self._run_task is not None else self._main_task
