@@ -91,3 +91,31 @@ def test_a_long_stream_is_not_held_to_the_end() -> None:
     assert sum(len(e) for e in emitted) >= 5 * 202 - StreamRedactor.MAX_WHOLE_HOLD
     assert all(e == "" or e.endswith("word") for e in emitted)  # never cut inside a word
     assert "".join(emitted) + stream.flush() == ("word " * 40 + "wo") * 5
+
+
+# A key with no token shape: only the run's known secret values can catch it.
+PLAIN_KEY = "Zq9xW2mK7pL4vN8rT5"
+
+
+def test_no_event_field_carries_a_secret_to_stdout(project: Path) -> None:
+    """Every field of every event is redacted, not only those redacted where they are made: a
+    tool name the model invented, a gate's reason quoting the command, `result.blocked` and
+    `result.errors` quoted the key verbatim."""
+    script = write_script(
+        project / "s.jsonl",
+        [
+            call(f"nonexistent_tool_{PLAIN_KEY}", {}, call_id="c1"),
+            call("write_file", {"path": f"/etc/{PLAIN_KEY}", "content": "x"}, call_id="c2"),
+            call("execute_command", {"command": f"echo {PLAIN_KEY} > f.txt"}, call_id="c3"),
+            say("done"),
+        ],
+    )
+    for fmt in ("--json", "--output-format=json"):
+        out = run_inprocess(
+            [fmt, "--safety", "read_only", "--model", f"replay/{script}", "go"],
+            project,
+            env={"ANTHROPIC_API_KEY": PLAIN_KEY},
+        )
+        assert out.code == 0, out.stderr
+        assert PLAIN_KEY not in out.stdout, fmt
+        assert PLACEHOLDER in out.stdout, fmt

@@ -129,7 +129,10 @@ class Output:
         self._stamp(event)
         keep = self.session is not None and not isinstance(event, (ev.Text, ev.Reasoning))
         if self.format == "jsonl" or keep:
-            encoded = event.to_json()  # once: the stdout line and the session's `event` are the same
+            # once: the stdout line and the session's `event` are the same. Redacted whole, as
+            # the session writer does: a secret must not reach stdout through any field (a tool
+            # name, a gate's reason quoting the command), not only those redacted where made.
+            encoded = self.redact(event.to_json())
             if self.format == "jsonl":
                 self.writer.write_json(encoded)
             if keep:
@@ -230,7 +233,7 @@ class Output:
             if self.format == "markdown" and result.errors:
                 body += "\n\n---\n\n## Errors\n\n" + "".join(f"- {e}\n" for e in result.errors)
             payload = body if body.endswith("\n") or not body else body + "\n"
-        self.writer.write_bytes(payload.encode("utf-8", "replace"))
+        self.writer.write_bytes(self.redact(payload).encode("utf-8", "replace"))
         if self.format in ("text", "markdown") and self.view is None:  # the view's summary has it
             self.info(f"session: {result.session_id}")
 
