@@ -71,3 +71,32 @@ def test_any_name_containing_a_marker_is_secret(prefix: str, marker: str, suffix
 def test_names_without_a_marker_pass(name: str) -> None:
     # the alphabet lacks E, K, S, T, Y: no marker can be spelled
     assert scrubbed_env({name: "v"})[name] == "v"
+
+
+def test_a_withheld_value_goes_under_any_name_even_when_allowed() -> None:
+    from mermaid_cli.security.childenv import withhold
+
+    withhold(["Qm3Xv8Lp2Rt6Wz9Ky4"])
+    env = scrubbed_env(
+        {"LLM_CREDS": "Qm3Xv8Lp2Rt6Wz9Ky4", "COPY": "Qm3Xv8Lp2Rt6Wz9Ky4", "PATH": "/bin"}, ["LLM_CREDS"]
+    )
+    assert "LLM_CREDS" not in env and "COPY" not in env and env["PATH"] == "/bin"
+
+
+def test_a_helper_gets_only_what_its_program_reads() -> None:
+    from mermaid_cli.security.childenv import helper_env
+
+    env = helper_env(
+        {
+            "PATH": "/bin",
+            "HOME": "/h",
+            "LC_ALL": "C",
+            "GIT_DIR": "/r/.git",
+            "LLM_CREDS": "not-marked-secret-by-name",
+            "GIT_TOKEN": "x" * 20,
+            "GITHUB_ENV": "/runner/env",
+        }
+    )
+    assert env.pop("PATH") == "/bin" and env.pop("HOME") == "/h" and env.pop("LC_ALL") == "C"
+    assert env.pop("GIT_DIR") == "/r/.git"
+    assert not {"LLM_CREDS", "GIT_TOKEN", "GITHUB_ENV"} & set(env)

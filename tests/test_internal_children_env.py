@@ -49,9 +49,9 @@ SCRIPT = [
 ]
 
 
-def _started(cwd: Path, env: dict[str, str]) -> list[dict]:
+def _started(cwd: Path, env: dict[str, str], model: str = "anthropic/claude-sonnet-4-5") -> list[dict]:
     full = {**os.environ, **env, "MERMAID_TEST_PROVIDER_KEY": SECRET}
-    argv = ["exec", "--json", "--safety", "full_access", "--model", "anthropic/claude-sonnet-4-5", "go"]
+    argv = ["exec", "--json", "--safety", "full_access", "--model", model, "go"]
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, *argv], cwd=cwd, env=full, capture_output=True, text=True, timeout=120
     )
@@ -84,3 +84,21 @@ def test_no_internal_child_inherits_a_secret(tmp_path: Path, isolated_env) -> No
         assert inherited == [], f"started with Mermaid's own environment: {inherited}"
         leaked = [s["argv"] for s in seen if any(SECRET in v for v in s["env"].values())]
         assert leaked == [], f"a secret reached: {leaked}"
+
+
+def test_a_key_read_from_a_variable_of_any_name_reaches_no_child(tmp_path: Path, isolated_env) -> None:
+    """`[providers.NAME] api_key_env` may name a variable nothing marks as secret (`LLM_CREDS`), and
+    the key need not look like one: the value the run resolved is withheld all the same, from the
+    model's commands and Mermaid's own children."""
+    key = "Pw7Hq2Lk9Zx4Vb6Nm3"
+    project = _git_project(tmp_path / "git")
+    with FakeProviderServer(SCRIPT) as server:
+        config = Path(os.environ["MERMAID_CONFIG_DIR"]) / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            f'[providers.myllm]\nbase_url = "{server.url}/v1"\napi_key_env = "LLM_CREDS"\napi = "chat"\n'
+        )
+        seen = _started(project, {"LLM_CREDS": key, "ALSO_THE_KEY": key}, model="myllm/m1")
+    assert "bash" in {Path(s["argv"][0]).name for s in seen}
+    leaked = [s["argv"] for s in seen if any(key in v for v in (s["env"] or os.environ).values())]
+    assert leaked == [], f"the key reached: {leaked}"

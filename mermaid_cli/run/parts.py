@@ -59,6 +59,7 @@ def resolve_run_model(
     """The resolved model; its secrets join the redactor before anything could print them.
     `shared`: the parent's, reused when a subagent runs on the same model."""
     from mermaid_cli.providers.resolve import resolve_model
+    from mermaid_cli.security.childenv import withhold
 
     assert draft.redactor is not None
     if shared is not None and settings.model == shared.model_id:
@@ -75,6 +76,7 @@ def resolve_run_model(
     draft.model_id = resolved.model_id
     for secret in resolved.secrets:
         draft.redactor.add(secret)
+    withhold(resolved.secrets)  # whatever the variable it came from is called
     for warning in resolved.warnings:
         out.note(warning)
     provider: Provider = resolved.provider

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from mermaid_cli.run.workspace_git import UNSURE, find_index
 from mermaid_cli.run.workspace_watch import INLINE_WALK_ENTRIES, TreeWatch
-from mermaid_cli.security.childenv import SAFE_GIT, scrubbed_env
+from mermaid_cli.security.childenv import SAFE_GIT, helper_env
 
 if TYPE_CHECKING:  # the stat snapshot is a non-git tree's: a git one never loads it
     from mermaid_cli.run.workspace_stat import Change, StatSnapshot
@@ -73,7 +73,7 @@ def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
     with subprocess.Popen(
         argv,
         cwd=root,
-        env=env if env is not None else scrubbed_env(os.environ),  # see _GitIndex: no secrets
+        env=env if env is not None else helper_env(os.environ),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -120,8 +120,7 @@ class _GitIndex:
         self.path = self.tmp / "index"
         if index.is_file():
             shutil.copyfile(index, self.path)  # git's stat cache: unchanged files are not rehashed
-        # git's /proc/PID/environ is readable by the model's commands: no provider keys in it
-        self.env = dict(scrubbed_env(os.environ), GIT_INDEX_FILE=str(self.path))
+        self.env = dict(helper_env(os.environ), GIT_INDEX_FILE=str(self.path))
         self.pathspec = [
             "--",
             ".",
@@ -553,7 +552,7 @@ def _git_tree_watch(root: Path) -> TreeWatch | None:
             out = subprocess.run(
                 [_exe("find"), ".", *prune, "-o", "-type", "d", "-printf", r"%P\0"],
                 cwd=root,
-                env=scrubbed_env(os.environ),  # find's /proc/PID/environ is readable by the model's commands
+                env=helper_env(os.environ),
                 capture_output=True,
                 check=True,
                 timeout=120,
@@ -598,7 +597,7 @@ def _git_index_path(root: Path) -> tuple[Path, str] | None:
     """The repository's index file and `root`'s path in the work tree ("" at its top, else
     "sub/dir/") when `root` is inside a git work tree: read without git in the plain case
     (`workspace_git`), else one git call."""
-    env = scrubbed_env(os.environ)
+    env = helper_env(os.environ)
     found = find_index(root, env)
     if found != UNSURE:
         return found

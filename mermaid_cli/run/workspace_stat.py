@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mermaid_cli.run.workspace_watch import INLINE_WALK_ENTRIES, TreeWatch
-from mermaid_cli.security.childenv import scrubbed_env
+from mermaid_cli.security.childenv import helper_env
 
 if TYPE_CHECKING:
     from mermaid_cli.run.workspace_compare import Baseline
@@ -102,8 +102,7 @@ def run_find(root: Path, expression: list[str], lead: bytes = b"") -> bytearray:
 
 
 def _find_env() -> dict[str, str]:
-    """No provider keys: find's /proc/PID/environ is readable by the model's commands."""
-    return scrubbed_env(os.environ)
+    return helper_env(os.environ)
 
 
 def find_works(root: Path) -> bool:

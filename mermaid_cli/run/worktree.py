@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mermaid_cli.security.childenv import SAFE_GIT, scrubbed_env
+from mermaid_cli.security.childenv import SAFE_GIT, helper_env
 
 GIT_TIMEOUT = 120
 _IDENTITY = {
@@ -37,8 +37,7 @@ class WorktreeError(Exception):
 def git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> bytes:
     """Run git for Mermaid's own bookkeeping (worktrees, seeds, patches): with `SAFE_GIT`, a fixed
     identity, and no `GIT_*` variable of the caller's (a `GIT_DIR` would point it elsewhere)."""
-    # no secrets either: git's /proc/PID/environ is readable by the model's commands
-    clean = {k: v for k, v in scrubbed_env(env).items() if not k.startswith("GIT_")}
+    clean = {k: v for k, v in helper_env(env).items() if not k.startswith("GIT_")}
     try:
         done = subprocess.run(
             ["git", *SAFE_GIT, *args],

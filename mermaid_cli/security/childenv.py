@@ -94,15 +94,45 @@ def is_ci_runner_name(name: str) -> bool:
     return upper in CI_RUNNER_VARS or upper.startswith(CI_RUNNER_PREFIXES)
 
 
+#: the values of the credentials this process resolved (a provider's key, read from a variable of
+#: any name: `[providers.NAME] api_key_env = "LLM_CREDS"`); no child gets a variable holding one,
+#: whatever its name or `allow` says (`withhold`)
+_WITHHELD: set[str] = set()
+
+
+def withhold(values: Iterable[str]) -> None:
+    """From now on, no `scrubbed_env` holds a variable whose value is one of `values`."""
+    _WITHHELD.update(v for v in values if v)
+
+
+#: what the processes Mermaid runs for itself (git, find, rg) are given of its environment: where
+#: programs, home, config and temp files are, the locale, and git's own variables
+_HELPER_NAMES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_CONFIG_HOME"}
+)
+_HELPER_PREFIXES = ("LC_", "GIT_")
+
+
+def helper_env(base: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a process Mermaid runs for itself, not for the model: `scrubbed_env`
+    of what such a program reads (`_HELPER_NAMES`, `LC_*`, `GIT_*`) only. Any same-uid process can
+    read a running helper's /proc/PID/environ, and the first ones (the workspace snapshot's git
+    or find) start before the run knows which variable holds its key (`withhold`)."""
+    return scrubbed_env(
+        {k: v for k, v in base.items() if k in _HELPER_NAMES or k.startswith(_HELPER_PREFIXES)}
+    )
+
+
 def scrubbed_env(base: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
     """A copy of `base` without secret-looking variables (names in `allow` are kept, compared
     case-sensitively as environment names are), plus non-interactive defaults. CI runner files
-    and tokens (`is_ci_runner_name`) go even when allowed."""
+    and tokens (`is_ci_runner_name`) and the resolved credentials (`withhold`) go even when
+    allowed."""
     allowed = set(allow)
     env = {
         k: v
         for k, v in base.items()
-        if not is_ci_runner_name(k) and (k in allowed or not is_secret_name(k))
+        if not is_ci_runner_name(k) and (k in allowed or not is_secret_name(k)) and v not in _WITHHELD
     }
     env.update(_FORCED)
     for key, value in _DEFAULTS.items():

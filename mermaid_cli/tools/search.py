@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from pydantic import ConfigDict, Field
 
 from mermaid_cli.core.types import ToolResult
-from mermaid_cli.security.childenv import scrubbed_env
+from mermaid_cli.security.childenv import helper_env
 from mermaid_cli.security.paths import fd_path
 from mermaid_cli.tools.base import Tool, ToolArgs, ToolContext, cap_text
 from mermaid_cli.tools.call_options import uncapped
@@ -283,7 +283,7 @@ async def rg_grep(
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=scrubbed_env(os.environ),  # its /proc/PID/environ is readable by the model's commands
+        env=helper_env(os.environ),
         preexec_fn=confined["preexec_fn"] if confined is not None else None,
         pass_fds=confined["pass_fds"] if confined is not None else (),
     )
