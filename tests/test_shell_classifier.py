@@ -353,6 +353,24 @@ TABLE: list[tuple[str, str]] = [
     ("cat <<'EOF' | bash\nrm -rf ~\nEOF", "destructive"),
     ("ls # ; rm -rf /", "destructive"),
     ("echo 'x ; rm -rf /", "destructive"),
+    # a function named after a read-only program: its body is judged, not `ls { ...` as arguments
+    ("ls() { git reset --hard; }; ls", "destructive"),
+    ("ls () { rm -rf /; }; ls", "destructive"),
+    ("ls( ) { rm -rf /; }", "destructive"),
+    ("ls() ( rm -rf / ); ls", "destructive"),
+    ("cat() { touch pwned; }; cat", "shell_mutation"),
+    ("function ls { rm -rf /; }", "destructive"),
+    # wrappers' joined options and `time -p` hide nothing
+    ("nice -n5 git reset --hard", "destructive"),
+    ("nice -n-5 rm -rf ~", "destructive"),
+    ("time -p rm -rf ~", "destructive"),
+    ("time -p dd of=/dev/sda", "destructive"),
+    ("time -p ls", "read_only"),
+    # a glob bash expands into a protected path as the command runs
+    ("echo x >> /et?/passwd", "destructive"),
+    ("tee /b??t/grub.cfg", "destructive"),
+    ("cp key /home/*/.ssh/authorized_keys", "destructive"),
+    ("echo x > /dev/s?a", "destructive"),
 ]
 
 

@@ -72,6 +72,9 @@ def _command_start(cmd: _Cmd) -> int:
         word = cmd.words[k]
         if not word.quoted and word.text in _RESERVED:
             k += 2 if word.text == "function" else 1
+            if word.text == "time":  # the reserved word's own option: `time -p cmd` runs `cmd`
+                while k < len(cmd.words) and not cmd.words[k].quoted and cmd.words[k].text in ("-p", "--"):
+                    k += 1
         elif not word.quoted and word.text in ("for", "select", "case"):
             return len(cmd.words)
         elif _ASSIGNMENT.match(word.plain):

@@ -24,6 +24,9 @@ from mermaid_cli.policy.shell.lexer import (
 )
 from mermaid_cli.policy.shell.syntax import MAX_DEPTH, _Cmd, _ListState, _Node, _Redirect, _TooDeep, _Word
 
+#: the `()` (blanks allowed inside) that makes the word before it a function's name
+_EMPTY_PARENS = re.compile(r"\([ \t]*\)")
+
 
 class _Parser:
     def __init__(self, text: str) -> None:
@@ -86,10 +89,14 @@ class _Parser:
 
     def _open_paren(self, st: _ListState, depth: int) -> None:
         s, word = self.s, st.word
-        if word.started and s.startswith("()", self.i):
-            # `name()` starts a function definition; the body follows as commands.
+        definition = _EMPTY_PARENS.match(s, self.i)
+        if definition and (word.started or st.cmd.words):
+            # `name()` / `name ( )` defines a function, as `function name` does, and is read as
+            # that: the body that follows is judged as commands, not as the arguments of a
+            # program called `name` (`ls() { rm -rf /; }; ls` is not a read-only `ls`).
             st.finish_word()
-            self.i += 2
+            st.cmd.words.insert(len(st.cmd.words) - 1, _Word("function", started=True, plain="function"))
+            self.i = definition.end()
         elif word.started:
             # extglob `@(…)`, `!(…)` or junk: keep it inside the word.
             self._read_balanced_into(word, depth)

@@ -6,6 +6,7 @@ machine). `_Paths` is the path half of the classifier's `Walker`.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ from mermaid_cli.policy.shell.risk import (
     _default_home,
     _norm,
     _Verdict,
+    sensitive_glob_rule,
     sensitive_write_rule,
 )
 from mermaid_cli.security.paths import added_dirs
@@ -34,7 +36,9 @@ class _Paths:
         if path is not None and _SAFE_DEVICES.match(path):
             return
         if path is not None:
-            rule = self._sensitive(path)
+            rule = self._sensitive(path) or (
+                sensitive_glob_rule(path, self.home) if glob.has_magic(path) else None
+            )
             if rule:
                 v.deny(rule)
                 return

@@ -7,6 +7,7 @@ so the dependency between the rules and the walker is one-way (the walker implem
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import posixpath
 import re
@@ -81,6 +82,31 @@ def sensitive_write_rule(path: str, home: str | None = None) -> str | None:
         return f"writing to {path} (~/.ssh) is hard-denied and cannot be approved"
     if _RAW_DEVICE.match(path):
         return f"writing to the raw device {path} is hard-denied and cannot be approved"
+    return None
+
+
+#: a path of each kind `sensitive_write_rule` denies, beside /etc, /boot and ~/.ssh: what a glob
+#: is matched against (`sensitive_glob_rule`)
+_DEVICE_SAMPLES = tuple(
+    f"/dev/{name}"
+    for name in "sda hda vda xvda nvme0n1 mmcblk0 disk0 rdisk0 loop0 md0 dm-0 mapper/x mem kmem port sr0 fd0 nbd0".split()
+)
+
+
+def sensitive_glob_rule(pattern: str, home: str | None = None) -> str | None:
+    """The hard-deny rule when the glob `pattern` (absolute, normalised) can name a path
+    `sensitive_write_rule` denies: bash expands it as the command runs, so writing `/et?/passwd`
+    writes `/etc/passwd`."""
+    home = _norm(home or _default_home())
+    parts = pattern.strip("/").split("/")
+    for root in ("/etc", "/boot", home + "/.ssh", "/root/.ssh", "/home/*/.ssh", *_DEVICE_SAMPLES):
+        want = root.strip("/").split("/")
+        if len(parts) >= len(want) and all(
+            w == "*" or fnmatch.fnmatchcase(w, p) for w, p in zip(want, parts, strict=False)
+        ):
+            return (
+                f"writing to {pattern} (a pattern that can name {root}) is hard-denied and cannot be approved"
+            )
     return None
 
 

@@ -4,6 +4,7 @@ each in `UNWRAPPERS`), and the check for file names an `xargs -I`/`find -exec` p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from mermaid_cli.policy.shell.words import (
@@ -82,13 +83,19 @@ def _unwrap_env(args: list[str]) -> Unwrapped:
     return (args[i:] or None), None
 
 
+#: `nice -n5`, `nice -n-5`: the adjustment joined to its option
+_ADJUSTMENT = re.compile(r"-n[+-]?\d+")
+
+
 def _unwrap_nice(args: list[str]) -> Unwrapped:
     i = 0
     while i < len(args):
         a = args[i]
         if a in ("-n", "--adjustment"):
             i += 2
-        elif a.startswith("-") and (a[1:].lstrip("-").isdigit() or a.startswith("--adjustment=")):
+        elif a.startswith("-") and (
+            a[1:].lstrip("-").isdigit() or a.startswith("--adjustment=") or _ADJUSTMENT.fullmatch(a)
+        ):
             i += 1
         elif a == "--":
             i += 1
