@@ -107,6 +107,23 @@ def test_read_only_cannot_read_home_secrets(repo: Path, tmp_path: Path) -> None:
 
 
 @needs_kernel
+def test_mermaids_own_dirs_stay_unreadable_wherever_they_are(repo: Path, tmp_path: Path) -> None:
+    """`MERMAID_CONFIG_DIR`/`MERMAID_DATA_DIR` moved out of the default places (which are among the
+    home secrets) are hidden all the same: the config may carry credentials in headers."""
+    home = tmp_path / "home"
+    config, data = home / ".mcfg", tmp_path / "elsewhere" / "data"
+    for place in (config, data):
+        place.mkdir(parents=True)
+        (place / "config.toml").write_text("# CONFIG-MARKER\n")
+    commands = ["cat $MERMAID_CONFIG_DIR/config.toml", "cat $MERMAID_DATA_DIR/config.toml"]
+    env = {"HOME": str(home), "MERMAID_CONFIG_DIR": str(config), "MERMAID_DATA_DIR": str(data)}
+    for mode in ("read_only", "auto"):
+        result = _run(repo, commands, "--safety", mode, env=env)
+        assert "CONFIG-MARKER" not in result.stdout, mode
+        assert all("Permission denied" in out for out in _outputs(result)), mode
+
+
+@needs_kernel
 def test_auto_writes_in_project_only_and_never_in_git_or_runner_files(repo: Path, tmp_path: Path) -> None:
     runner_file = tmp_path / "runner" / "github_env"
     runner_file.parent.mkdir()
@@ -166,7 +183,9 @@ def test_no_network_blocks_tcp_to_a_local_listener(repo: Path) -> None:
 
 
 @pytest.mark.parametrize("extra", [[], ["--sandbox=off"]])
-def test_full_access_with_no_network_is_enforced_by_the_kernel(repo: Path, tmp_path: Path, extra: list[str]) -> None:
+def test_full_access_with_no_network_is_enforced_by_the_kernel(
+    repo: Path, tmp_path: Path, extra: list[str]
+) -> None:
     # DESIGN §4 step 1: --no-network sandboxes the shell without network in every mode; in
     # full_access the filesystem stays unrestricted. (--sandbox off turns the kernel part off.)
     server = socket.socket()
@@ -178,7 +197,9 @@ def test_full_access_with_no_network_is_enforced_by_the_kernel(repo: Path, tmp_p
         f"python3 -c \"import socket\ntry:\n socket.create_connection(('127.0.0.1', {port}), 2); "
         "print('NET' + '-OPEN')\nexcept OSError as e: print('NET-CLOSED', e)\""
     )
-    result = _run(repo, [probe_cmd, f"echo hi > {outside}"], "--no-network", "--safety", "full_access", *extra)
+    result = _run(
+        repo, [probe_cmd, f"echo hi > {outside}"], "--no-network", "--safety", "full_access", *extra
+    )
     server.close()
     text = "\n".join(_outputs(result))
     assert result.code == 0, result.stderr
@@ -256,7 +277,6 @@ def _children_of(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return []
-
 
 
 def test_fail_closed_exits_2_before_the_first_model_call(repo: Path) -> None:

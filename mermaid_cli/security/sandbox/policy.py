@@ -162,8 +162,10 @@ def for_mode(
     home: Path | None = None,
     sandbox_full_access: bool = False,
     readable_roots: tuple[Path, ...] = (),
+    private: tuple[Path, ...] = (),
 ) -> SandboxPolicy | None:
     """The DESIGN §4.1 policy for `mode`; None for `full_access` unless `sandbox_full_access`.
+    `private`: more paths no child may read, beside the secrets (Mermaid's own relocated dirs).
 
     `read_only`: read the project, `$HOME` (minus its secrets) and system locations; write only
     `temp_dir`; no network whatever `network` says. `ask`/`auto`: also write the project,
@@ -184,7 +186,7 @@ def for_mode(
     home_dir = Path(os.path.abspath(home if home is not None else Path(os.environ.get("HOME", "/root"))))
     readable = [Path(p) for p in SYSTEM_READ_ROOTS] + [home_dir, project]
     readable += [Path(os.path.abspath(p)) for p in readable_roots]
-    deny = secret_paths(home_dir)
+    deny = secret_paths(home_dir) + tuple(Path(os.path.abspath(p)) for p in private)
     if mode == "read_only":
         return SandboxPolicy(
             readable=tuple(readable),

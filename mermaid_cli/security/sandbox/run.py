@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mermaid_cli.config.dirs import data_path, user_config_path
 from mermaid_cli.security.sandbox.guard import OrphanGuard
 from mermaid_cli.security.sandbox.linux import PreparedSandbox, SandboxUnavailable, harden_parent, prepare
 from mermaid_cli.security.sandbox.policy import Mode, SandboxPolicy, for_mode, runtime_read_roots
@@ -48,7 +49,16 @@ def _paths(raw: list[str], home: Path) -> tuple[Path, ...]:
 
 # Capabilities a uid-0 full_access child keeps under the network-only policy: all but those that
 # reach Mermaid's memory or the kernel (as the always-on hardening drops) and the network ones.
-_DROPPED_IN_FULL_ACCESS = {12, 13, 16, 17, 19, 21, 38, 39}  # NET_ADMIN NET_RAW SYS_MODULE SYS_RAWIO SYS_PTRACE SYS_ADMIN PERFMON BPF
+_DROPPED_IN_FULL_ACCESS = {
+    12,
+    13,
+    16,
+    17,
+    19,
+    21,
+    38,
+    39,
+}  # NET_ADMIN NET_RAW SYS_MODULE SYS_RAWIO SYS_PTRACE SYS_ADMIN PERFMON BPF
 _FULL_ACCESS_CAPS = tuple(c for c in range(41) if c not in _DROPPED_IN_FULL_ACCESS)
 
 
@@ -75,6 +85,18 @@ def policy_mode(safety_mode: str, enforce: str, *, confine_fs: bool) -> Mode | N
     if safety_mode in ("read_only", "ask", "auto"):
         return safety_mode  # type: ignore[return-value]  # narrowed by the test above
     raise ValueError(f"unknown safety mode {safety_mode!r}")
+
+
+def _own_dirs(env: Mapping[str, str], project_root: Path, home: Path) -> tuple[Path, ...]:
+    """Mermaid's config and data directories wherever the environment puts them (the defaults are
+    among `HOME_SECRETS`): config with credentials in headers, sessions, keys. One that holds the
+    project or the home directory is left readable (hiding it would hide them too)."""
+    found: list[Path] = []
+    for raw in (user_config_path(env), data_path(env)):
+        own = Path(os.path.abspath(raw))
+        if not any(p == own or own in p.parents for p in (Path(os.path.abspath(project_root)), home)):
+            found.append(own)
+    return tuple(found)
 
 
 @dataclass
@@ -133,6 +155,7 @@ class RunSandbox:
                     home=home,
                     sandbox_full_access=True,
                     readable_roots=readable + runtime_read_roots(env.get("PATH", "")),
+                    private=_own_dirs(env, project_root, home),
                 )
             if policy is None and network_denied and run.tmpdir is not None:
                 policy = network_only(run.tmpdir)  # full_access with --no-network (DESIGN §4 step 1)
