@@ -109,7 +109,9 @@ def test_project_verify_commands_never_run(project: Path) -> None:
 def test_project_tool_filters_only_narrow_the_users(project: Path, isolated_env: Path) -> None:
     user = isolated_env / "config" / "config.toml"
     user.parent.mkdir(parents=True, exist_ok=True)
-    user.write_text('[tools]\nenabled = ["read_file", "grep", "execute_command"]\ndisabled = ["execute_command"]\n')
+    user.write_text(
+        '[tools]\nenabled = ["read_file", "grep", "execute_command"]\ndisabled = ["execute_command"]\n'
+    )
     (project / ".mermaid").mkdir()
     (project / ".mermaid" / "config.toml").write_text(
         '[tools]\nenabled = ["read_file", "write_file"]\ndisabled = []\ncategories = { execute_command = "read" }\n'
@@ -120,3 +122,83 @@ def test_project_tool_filters_only_narrow_the_users(project: Path, isolated_env:
     assert tools.enabled == ["read_file"]  # nor enable what the user's allow-list leaves out
     assert tools.categories == {}
     assert any("tools.categories" in w for w in loaded.warnings)
+
+
+STRICT_USER = """
+[[safety.overrides]]
+tool = "execute_command"
+pattern = "touch"
+decision = "deny"
+[sandbox]
+mode = "on"
+[agents]
+deny_tools = ["execute_command"]
+deny_servers = ["prod"]
+[agents.types.audit]
+safety = "read_only"
+tools = ["read_file"]
+[exec]
+fail_on_tool_error = true
+[memory]
+enabled = false
+[tools]
+provider_native = false
+"""
+
+STRICT_PROJECT = """
+[[safety.overrides]]
+tool = "nonexistent_tool"
+decision = "deny"
+[sandbox]
+mode = "auto"
+[agents]
+deny_tools = []
+deny_servers = []
+[agents.types.audit]
+safety = "full_access"
+[agents.types.helper]
+model = "replay/scripted.jsonl"
+[exec]
+fail_on_tool_error = false
+[memory]
+enabled = true
+[tools]
+provider_native = true
+"""
+
+
+def test_a_project_cannot_undo_what_a_stricter_user_config_set(project: Path, isolated_env: Path) -> None:
+    """Lists replaced whole, a weaker sandbox mode and switches turned back: each undid the user's
+    choice (the measured attack ran `touch` outside the project past the user's deny rule)."""
+    user = isolated_env / "config" / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(STRICT_USER)
+    (project / ".mermaid").mkdir()
+    (project / ".mermaid" / "config.toml").write_text(STRICT_PROJECT)
+    loaded = load_settings(project_root=project)
+    s = loaded.settings
+    assert [(r.tool, r.pattern, r.decision) for r in s.safety.overrides] == [
+        ("execute_command", "touch", "deny"),
+        ("nonexistent_tool", None, "deny"),  # the project's own come after the user's
+    ]
+    assert s.sandbox.mode == "on"
+    assert (s.agents.deny_tools, s.agents.deny_servers) == (["execute_command"], ["prod"])
+    assert s.agents.types["audit"].safety == "read_only"
+    assert s.agents.types["helper"].model is None  # a project adds a type, never picks its model
+    assert (s.exec.fail_on_tool_error, s.memory.enabled, s.tools.provider_native) == (True, False, False)
+    for named in ("sandbox.mode", "agents.types.audit", "agents.types.helper.model", "exec.fail_on_tool_error",
+                  "memory.enabled", "tools.provider_native"):  # fmt: skip
+        assert any(named in w for w in loaded.warnings), (named, loaded.warnings)
+
+
+def test_a_project_may_still_tighten_the_same_keys(project: Path, isolated_env: Path) -> None:
+    (project / ".mermaid").mkdir()
+    (project / ".mermaid" / "config.toml").write_text(
+        '[sandbox]\nmode = "on"\n[exec]\nfail_on_tool_error = true\n[memory]\nenabled = false\n'
+        '[agents]\ndeny_tools = ["web_fetch"]\n[agents.types.helper]\nsafety = "read_only"\n'
+    )
+    loaded = load_settings(project_root=project)
+    s = loaded.settings
+    assert (s.sandbox.mode, s.exec.fail_on_tool_error, s.memory.enabled) == ("on", True, False)
+    assert s.agents.deny_tools == ["web_fetch"] and s.agents.types["helper"].safety == "read_only"
+    assert loaded.warnings == []

@@ -16,6 +16,25 @@ from mermaid_cli.config.layers import copy_tree
 
 SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
 FLOOR_LEVELS = ("allow", "auto", "ask", "deny")  # loosest first
+SANDBOX_MODES = ("off", "best-effort", "auto", "on")  # loosest first
+
+#: switches a project file may set only to their stricter value (the other one is dropped)
+STRICTER_ONLY: dict[tuple[str, str], bool] = {
+    ("safety", "checkpoint_on_mutation"): True,
+    ("exec", "fail_on_tool_error"): True,
+    ("memory", "enabled"): False,
+    ("tools", "provider_native"): False,
+    ("tools", "computer"): False,
+}
+#: lists a project file adds to, never replaces: the rules and denials of the layers under it
+#: stay (a project's `safety.overrides` come after the user's: the first match decides, so they
+#: only reach what the user's rules leave open)
+ADDED_TO: tuple[tuple[str, str], ...] = (
+    ("safety", "overrides"),
+    ("agents", "deny_tools"),
+    ("agents", "deny_servers"),
+    ("tools", "disabled"),
+)
 
 # Keys a project file (committed with the code, possibly by an untrusted PR) may not set.
 PROJECT_FORBIDDEN = ("providers", "mcp_servers", "web", "pricing", "models", "model", "hooks", "plugins")
@@ -35,13 +54,16 @@ def clamp_project(
     it; `below` their effective values, against which numbers may only go down."""
     data = copy_tree(data)
     _clamp_top_level(data, source, warnings)
-    if below is not None:
-        _clamp_numbers(data, below, (), source, warnings)
-        _narrow_tool_filters(data, below)
+    _clamp_switches(data, source, warnings)
     safety = data.get("safety")
     if isinstance(safety, dict):
         _clamp_safety(safety, current_mode, current_floors, source, warnings)
-    _clamp_children(data, source, warnings)
+    _clamp_children(data, below, source, warnings)
+    _clamp_agent_types(data, below, source, warnings)
+    if below is not None:
+        _clamp_numbers(data, below, (), source, warnings)
+        _narrow_tool_filters(data, below)
+        _add_to_lists_below(data, below)
     return data
 
 
@@ -60,14 +82,11 @@ def _clamp_top_level(data: dict[str, Any], source: str, warnings: list[str]) -> 
         "commands it names would run; pass --verify or set it in your user config",
     )
     tools = data.get("tools")
-    if isinstance(tools, dict) and tools.get("computer") is True:
-        del tools["computer"]  # a pull request must not turn on screenshots sent to the provider
-        warnings.append(
-            f"{source}: `tools.computer = true` is ignored in a project config (set it in your user config)"
-        )
     if isinstance(tools, dict) and "categories" in tools:
         del tools["categories"]  # a pull request must not move execute_command to `read`
-        warnings.append(f"{source}: `tools.categories` is ignored in a project config (set it in your user config)")
+        warnings.append(
+            f"{source}: `tools.categories` is ignored in a project config (set it in your user config)"
+        )
 
 
 def _clamp_safety(
@@ -107,24 +126,79 @@ def _clamp_safety(
             warnings.append(
                 f"{source}: safety.{key} = {level!r} would lower the floor; a project config may only raise it"
             )
-    if safety.get("checkpoint_on_mutation") is False:
-        del safety["checkpoint_on_mutation"]
-        warnings.append(f"{source}: safety.checkpoint_on_mutation = false is ignored in a project config")
 
 
-def _clamp_children(data: dict[str, Any], source: str, warnings: list[str]) -> None:
-    """What child processes get: the kernel sandbox stays on and no wider, no extra environment."""
+def _clamp_switches(data: dict[str, Any], source: str, warnings: list[str]) -> None:
+    """`STRICTER_ONLY`: a switch set to its looser value is dropped (the computer tool's
+    screenshots, memory, provider-native tools on; checkpoints, failing on tool errors off)."""
+    for (table, key), stricter in STRICTER_ONLY.items():
+        section = data.get(table)
+        if isinstance(section, dict) and key in section and section[key] is not stricter:
+            value = section.pop(key)
+            warnings.append(
+                f"{source}: {table}.{key} = {_toml(value)} is ignored in a project config (it would loosen)"
+            )
+
+
+def _toml(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
+def _clamp_children(
+    data: dict[str, Any], below: dict[str, Any] | None, source: str, warnings: list[str]
+) -> None:
+    """What child processes get: the kernel sandbox no weaker and no wider, no extra environment."""
     sandbox = data.get("sandbox")
     if isinstance(sandbox, dict):  # a pull request must not switch the kernel sandbox off or widen it
-        if sandbox.get("mode") in ("off", "best-effort"):
+        under = below.get("sandbox") if below is not None else None
+        floor = under.get("mode") if isinstance(under, dict) else None
+        mode = sandbox.get("mode")
+        if mode in ("off", "best-effort") or (
+            mode in SANDBOX_MODES
+            and floor in SANDBOX_MODES
+            and SANDBOX_MODES.index(mode) < SANDBOX_MODES.index(floor)
+        ):
             warnings.append(
-                f"{source}: sandbox.mode = {sandbox.pop('mode')!r} is ignored in a project config"
+                f"{source}: sandbox.mode = {sandbox.pop('mode')!r} is ignored in a project config (it would loosen)"
             )
         for key in ("writable_roots", "readable_roots"):
             if key in sandbox:
                 del sandbox[key]
                 warnings.append(f"{source}: `sandbox.{key}` is ignored in a project config")
     _drop(data, "exec", "env_allow", source, warnings, "it could pass secrets to commands")
+
+
+def _clamp_agent_types(
+    data: dict[str, Any], below: dict[str, Any] | None, source: str, warnings: list[str]
+) -> None:
+    """`[agents.types.NAME]`: a project may add a type, not redefine one the user made (its ceiling,
+    tools), nor pick a type's model (top-level `model` is not a project key either)."""
+    agents = data.get("agents")
+    types = agents.get("types") if isinstance(agents, dict) else None
+    if not isinstance(types, dict):
+        return
+    under = below.get("agents") if below is not None else None
+    theirs = under.get("types") if isinstance(under, dict) else None
+    for name in list(types):
+        if isinstance(theirs, dict) and name in theirs:
+            del types[name]
+            warnings.append(
+                f"{source}: `agents.types.{name}` is ignored in a project config (your config defines it)"
+            )
+        elif isinstance(types[name], dict) and "model" in types[name]:
+            del types[name]["model"]
+            warnings.append(f"{source}: `agents.types.{name}.model` is ignored in a project config")
+
+
+def _add_to_lists_below(data: dict[str, Any], below: dict[str, Any]) -> None:
+    """`ADDED_TO`: the project's entries follow the ones under it instead of replacing them."""
+    for table, key in ADDED_TO:
+        section, under = data.get(table), below.get(table)
+        if not isinstance(section, dict) or not isinstance(under, dict):
+            continue
+        mine, theirs = section.get(key), under.get(key)
+        if isinstance(mine, list) and isinstance(theirs, list):
+            section[key] = [*theirs, *(x for x in mine if x not in theirs)]
 
 
 def _drop(data: dict[str, Any], table: str, key: str, source: str, warnings: list[str], why: str) -> None:
@@ -159,13 +233,11 @@ def _safety_rank(mode: Any) -> int:
 
 
 def _narrow_tool_filters(data: dict[str, Any], below: dict[str, Any]) -> None:
-    """A project's `[tools] disabled` adds to the user's, never replaces it, and its `enabled`
-    keeps only what the user's `enabled` (if any) allows: a pull request can offer fewer tools,
-    never bring back one the user switched off."""
+    """A project's `[tools] enabled` keeps only what the user's `enabled` (if any) allows (its
+    `disabled` adds to the user's: `ADDED_TO`): a pull request can offer fewer tools, never bring
+    back one the user switched off."""
     tools, under = data.get("tools"), below.get("tools")
     if not isinstance(tools, dict) or not isinstance(under, dict):
         return
-    if isinstance(tools.get("disabled"), list) and isinstance(under.get("disabled"), list):
-        tools["disabled"] = [*under["disabled"], *(x for x in tools["disabled"] if x not in under["disabled"])]
     if isinstance(tools.get("enabled"), list) and isinstance(under.get("enabled"), list):
         tools["enabled"] = [x for x in tools["enabled"] if x in under["enabled"]]
