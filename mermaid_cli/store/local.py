@@ -1,26 +1,66 @@
 """`<project>/.mermaid/NAME/`: Mermaid's local run history (conversations, batch artifacts), kept
 out of git by `.mermaid/.gitignore`, which lists each such directory and ignores itself — the rest
-of `.mermaid/` (config, skills, commands) is the project's to commit."""
+of `.mermaid/` (config, skills, commands) is the project's to commit.
+
+A repository is hostile: a committed symlink at `.mermaid`, `.mermaid/NAME` or `.mermaid/.gitignore`
+must not make Mermaid itself (outside any sandbox) write elsewhere. The directories must be real
+directories (`lstat`), and `.gitignore` is only ever appended to, through `O_NOFOLLOW`, and left
+alone when it is not a plain UTF-8 file.
+"""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
+
+from mermaid_cli.core.errors import UsageError
 
 _HEADER = "# Mermaid's local run history stays out of git\n"
 
 
 def local_dir(project_root: Path, name: str) -> Path:
     """`.mermaid/NAME`, made if missing, and listed in `.mermaid/.gitignore` (which ignores itself
-    too, so `git status` after a run shows only the agent's changes)."""
-    directory = project_root / ".mermaid" / name
-    directory.mkdir(parents=True, exist_ok=True)
-    gitignore = project_root / ".mermaid" / ".gitignore"
-    try:
-        lines = gitignore.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        lines = []
-    wanted = [entry for entry in (f"{name}/", ".gitignore") if entry not in lines]
-    if wanted:
-        text = "\n".join(lines) + "\n" if lines else _HEADER
-        gitignore.write_text(text + "".join(f"{entry}\n" for entry in wanted), encoding="utf-8")
+    too, so `git status` after a run shows only the agent's changes). UsageError when `.mermaid`
+    or `.mermaid/NAME` is not a real directory (a symlink to elsewhere)."""
+    directory = _real_dir(_real_dir(project_root / ".mermaid"), name)
+    _list_in_gitignore(directory.parent / ".gitignore", name)
     return directory
+
+
+def _real_dir(path: Path, name: str | None = None) -> Path:
+    path = path / name if name is not None else path
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise UsageError(f"cannot create {path}: {exc.strerror}") from None
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise UsageError(
+            f"{path} is not a directory (a symlink?): Mermaid keeps its run history only inside the "
+            "project (remove it, or run with --ephemeral)"
+        )
+    return path
+
+
+def _list_in_gitignore(gitignore: Path, name: str) -> None:
+    """Append what is missing; a symlink, a non-UTF-8 or unreadable file is left as it is."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(gitignore, flags, 0o644)
+    except OSError:  # ELOOP: a symlink
+        return
+    with os.fdopen(fd, "r+b") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        try:
+            text = f.read(1 << 20).decode("utf-8")
+        except UnicodeDecodeError:
+            return
+        lines = text.splitlines()
+        wanted = [entry for entry in (f"{name}/", ".gitignore") if entry not in lines]
+        if not wanted:
+            return
+        head = _HEADER if not text else ("" if text.endswith("\n") else "\n")
+        f.write((head + "".join(f"{entry}\n" for entry in wanted)).encode("utf-8"))

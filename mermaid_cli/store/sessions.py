@@ -36,8 +36,7 @@ def conversations_dir(project_root: Path) -> Path:
 
 
 def _ensure_dir(project_root: Path) -> Path:
-    d = conversations_dir(project_root)
-    return d if d.is_dir() else local_dir(project_root, "conversations")
+    return local_dir(project_root, "conversations")  # a real directory, not a committed symlink
 
 
 def new_session_id(now: datetime) -> str:
