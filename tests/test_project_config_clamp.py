@@ -4,6 +4,7 @@ with a warning naming the key."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,23 @@ def test_a_project_may_still_tighten_the_same_keys(project: Path, isolated_env: 
     assert (s.sandbox.mode, s.exec.fail_on_tool_error, s.memory.enabled) == ("on", True, False)
     assert s.agents.deny_tools == ["web_fetch"] and s.agents.types["helper"].safety == "read_only"
     assert loaded.warnings == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge"])
+def test_a_config_file_that_never_ends_is_a_config_error(project: Path, kind: str) -> None:
+    """A committed `.mermaid/config.toml -> /dev/zero` grew memory until the run died (exit 70
+    under a limit); a FIFO blocked it before its first event."""
+    from conftest import run_inprocess, say, write_script
+
+    config = project / ".mermaid" / "config.toml"
+    config.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(config)
+    elif kind == "device":
+        config.symlink_to("/dev/zero")
+    else:
+        config.write_text("# x\n" * 300_000)
+    script = write_script(project / "s.jsonl", [say("done")])
+    out = run_inprocess(["--json", "--model", f"replay/{script}", "go"], project)
+    assert out.code == 2, out.stderr
+    assert out.events[-1]["type"] == "result" and str(config) in out.stderr

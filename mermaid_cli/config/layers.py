@@ -5,6 +5,8 @@ while recording which layer set each leaf (`merge`). `load_settings` in `loader`
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,14 +30,28 @@ def find_git_root(start: Path) -> Path | None:
     return None
 
 
+#: bytes a config file may hold: a project file is the repository's, and `/dev/zero` never ends
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def read_toml(path: Path) -> dict[str, Any] | None:
-    """The parsed file, None when absent; ConfigError naming the file when malformed."""
+    """The parsed file, None when absent; ConfigError naming the file when malformed, not a regular
+    file (a FIFO would block the run, a device never end) or over `MAX_CONFIG_BYTES`."""
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError("not a regular file", source=str(path))
+        try:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"larger than {MAX_CONFIG_BYTES // 1024} KiB", source=str(path))
     import tomllib  # here: its regexes compile at import, and most runs read no TOML
 
     try:
