@@ -176,3 +176,27 @@ def test_a_checkpoint_obeys_the_gates_path_rules_for_what_it_resolves_itself(
     with pytest.raises(OSError, match="not checkpointed: a secret"):
         store.checkpoint([project / "safe" / "id_rsa"], "write")
     assert not any("SECRETKEY" in p.read_text() for p in (tmp_path / "data").rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("tool", ["write_file", "delete_file"])
+def test_a_fifo_is_refused_not_checkpointed_forever(project, tmp_path, tool):
+    """Checkpointing a FIFO opened it blocking on the event loop's thread: the run hung past
+    --timeout and SIGTERM with no `result`. Now the call fails and the run goes on."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import call, say, write_script
+
+    os.mkfifo(project / "fifo")
+    args = {"path": "fifo", "content": "x"} if tool == "write_file" else {"path": "fifo"}
+    script = write_script(tmp_path / "s.jsonl", [call(tool, args), say("done")])
+    done = subprocess.run(
+        [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--safety", "full_access", "--timeout", "20",
+         "--model", f"replay/{script}", "go"],
+        cwd=project, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["type"] == "result" and events[-1]["status"] == "success", done.stderr
+    [finished] = [e for e in events if e["type"] == "tool_finished"]
+    assert finished["status"] == "error" and "not a regular file" in finished["error"]

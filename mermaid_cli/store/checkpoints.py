@@ -11,6 +11,7 @@ import errno
 import os
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -147,6 +148,10 @@ class CheckpointStore:
             return CheckpointFile(path=rec, existed=True, kind="symlink", link=os.readlink(path))
         if path.is_dir():
             return CheckpointFile(path=rec, existed=True, kind="dir", mode=st.st_mode & 0o7777)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the run's thread for good, a device never end
+            raise OSError(
+                errno.EINVAL, f"not checkpointed: {rec} is not a regular file (a FIFO, socket or device)"
+            )
         snapshot = f"files/{n}"
         refusal = self.refuse(str(path)) if self.refuse is not None else None
         if refusal is not None:
@@ -262,10 +267,12 @@ def _copy_exactly(path: Path, dest: Path) -> None:
     when the kernel says the open file is at `path`. A directory on the way swapped for a symlink
     after `path` was resolved (to `~/.ssh`, say) would otherwise copy what it points at into the
     data directory."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if fd_path(fd) not in (None, str(path)):
             raise OSError(errno.ELOOP, f"{path} changed while being checkpointed (a symlink appeared)")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{path} changed while being checkpointed (no longer a regular file)")
         with open(fd, "rb", closefd=False) as src, open(dest, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
     finally:
