@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from mermaid_cli.core import events as ev
 from mermaid_cli.security.redact import StreamRedactor
+from mermaid_cli.tools.termtext import clean_line
 
 if TYPE_CHECKING:
     from mermaid_cli.run.view.terminal import TerminalView
@@ -157,17 +159,19 @@ class Output:
             self.view.event(event)
             return
         if isinstance(event, ev.Error):  # errors and warnings show even with -q
-            self.note(("retrying: " if event.retryable else "error: ") + event.message)
+            self.note(("retrying: " if event.retryable else "error: ") + _visible(event.message))
             return
         if self.quiet:
             return
+        # what the model chose (a path, a tool name, a command) is shown, never obeyed by the
+        # terminal: an escape could retitle it or write the clipboard, a newline forge a line
         if isinstance(event, ev.ToolStarted):
-            self.note(f"{event.call_id} {event.name} {_brief(event.arguments)}")
+            self.note(_visible(f"{event.call_id} {event.name} {_brief(event.arguments)}"))
         elif isinstance(event, ev.ToolFinished):
             mark = "ok" if event.status == "success" else event.status
-            self.note(f"{event.call_id} {mark}: {event.error or event.summary}")
+            self.note(_visible(f"{event.call_id} {mark}: {event.error or event.summary}"))
         elif isinstance(event, ev.ApprovalDecided) and event.verdict == "deny":
-            self.note(f"{event.call_id} denied by {event.by}: {event.reason or ''}")
+            self.note(_visible(f"{event.call_id} denied by {event.by}: {event.reason or ''}"))
 
     def install_logging(self, *, debug: bool = False) -> None:
         """Route every library log record through `note` (redacted); replaces the handler an
@@ -208,7 +212,7 @@ class Output:
             self.view.tool_output(self.redact(line))
         elif not self.quiet and not self.hung_up:
             try:
-                self.io.stderr.write(self.redact(f"  | {line}\n"))
+                self.io.stderr.write(self.redact(f"  | {_visible(clean_line(line))}\n"))
                 self.io.stderr.flush()
             except (OSError, ValueError):
                 pass
@@ -236,6 +240,15 @@ class Output:
         self.writer.write_bytes(self.redact(payload).encode("utf-8", "replace"))
         if self.format in ("text", "markdown") and self.view is None:  # the view's summary has it
             self.info(f"session: {result.session_id}")
+
+
+#: C0 and C1 controls but the tab, and DEL: what a terminal acts on instead of showing
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def _visible(text: str) -> str:
+    """`text` on one line with every control character shown as an escape (`\x1b`, `\n`)."""
+    return _CONTROLS.sub(lambda m: "\\n" if m.group() == "\n" else f"\\x{ord(m.group()):02x}", text)
 
 
 class _LibraryLogHandler(logging.Handler):
