@@ -275,3 +275,16 @@ def test_repeated_context_lines_follow_the_hunk_line_number():
 
     diff = "--- a/x\n+++ b/x\n@@ -2,2 +2,3 @@\n b\n b\n+\n"
     assert apply_hunks("b\nb\nb\n", parse_patch(diff)[0].hunks, "x")[0] == "b\nb\nb\n\n"
+
+
+async def test_a_link_updated_first_is_still_not_deleted_through(ctx, tmp_path):
+    """`Update File: link` then `Delete File: link` deleted the link's target: the second section
+    was keyed by the followed path and skipped the symlink check the first had passed."""
+    (tmp_path / "target.txt").write_text("line1\n")
+    (tmp_path / "link").symlink_to("target.txt")
+    result = await patch(
+        ctx,
+        "*** Begin Patch\n*** Update File: link\n@@\n-line1\n+line2\n*** Delete File: link\n*** End Patch",
+    )
+    assert result.is_error and "symbolic link" in result.content
+    assert (tmp_path / "target.txt").read_text() == "line1\n" and (tmp_path / "link").is_symlink()

@@ -90,8 +90,9 @@ class ApplyPatch(Tool):
         try:
             for path, operation in self.file_targets({"patch": args.patch}):
                 resolved = await resolve_for_tool(ctx, path, operation)
-                if operation == "delete" and path not in resolved_paths:
-                    # the gate judged the link itself: a patch never deletes through a symlink
+                if operation == "delete":
+                    # the gate judged the link itself: a patch never deletes through a symlink,
+                    # also when an earlier section of it updated the same path (through the link)
                     link = resolve_path(ctx.project_root, path, follow_final=False)
                     st = lstat_in(link)
                     if st is not None and stat.S_ISLNK(st.st_mode):
