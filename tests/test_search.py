@@ -289,3 +289,23 @@ def test_walker_agrees_with_git(root_rules, nested_rules, nested_dir, files):
         by_git = sorted(p for p in out.split("\0") if p)
         ours = sorted(rel for rel, _ in walk_files(str(root)))
         assert ours == by_git
+
+
+@pytest.mark.parametrize("pattern", [r"(?=a)(a+)+$", r"(\w+\s?)+$", r"a*a*a*a*a*a*a*b"])
+async def test_a_regex_python_could_run_for_ever_on_is_refused(tmp_path, pattern):
+    """Python's engine holds the GIL through a match: `(?=a)(a+)+$` against a line of `a`s hung the
+    run past --timeout and SIGTERM. rg (linear) runs what it can; the Python walker refuses these."""
+    (tmp_path / "f.txt").write_text("a" * 40 + "!\n")
+    result = await Grep().run(
+        Grep.Args(pattern=pattern), ToolContext(project_root=tmp_path, grep_backend="python")
+    )
+    assert result.is_error and "exponential" in result.content
+
+
+async def test_common_patterns_still_run_in_python(tmp_path):
+    (tmp_path / "f.txt").write_text("snake_case_name = 1\n")
+    for pattern in (r"[a-z]+(?:_[a-z]+)*\s*=", r"(?:\.\w+)+|name(?= =)", r"\w+\s*=\s*\d+"):
+        result = await Grep().run(
+            Grep.Args(pattern=pattern), ToolContext(project_root=tmp_path, grep_backend="python")
+        )
+        assert not result.is_error and "f.txt:1:" in result.content, pattern

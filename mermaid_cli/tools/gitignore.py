@@ -25,9 +25,23 @@ class Rule:
     dir_only: bool
 
 
+#: the pieces `translate` emits for the wildcards: a segment's `*`, any directories (`**/`), the
+#: rest of the path (a trailing `**`)
+_STAR, _DIRS, _REST = "[^/]*", "(?:.*/)?", ".*"
+#: the same, matching as little as they can (see `_linear`)
+_LAZY = {_STAR: "[^/]*?", _DIRS: "(?:.*?/)??"}
+
+
 def translate(pattern: str, *, anchored: bool, braces: bool = False) -> str:
-    """A regex (without anchors) for a glob pattern over posix relative paths."""
-    out: list[str] = []
+    """A regex (without anchors) for a glob pattern over posix relative paths, matched in time
+    linear in the path whatever the pattern (`_linear`)."""
+    return _linear(glob_pieces(pattern, anchored=anchored, braces=braces))
+
+
+def glob_pieces(pattern: str, *, anchored: bool, braces: bool = False) -> list[tuple[str, bool]]:
+    """The regex pieces of a glob pattern, each with whether it is outside braces: joined as they
+    are, the plain regex `translate` makes linear."""
+    pieces: list[tuple[str, bool]] = []
     i = 0
     n = len(pattern)
     depth = 0
@@ -38,46 +52,86 @@ def translate(pattern: str, *, anchored: bool, braces: bool = False) -> str:
             j = i + 2
             if at_start and (j == n or pattern[j] == "/"):
                 if j == n:  # trailing `**`: everything below
-                    out.append(".*")
+                    pieces.append((_REST, not depth))
                     i = j
-                else:  # `**/`: zero or more directories
-                    out.append("(?:.*/)?")
+                else:  # `**/`: zero or more directories (`**/**/` is one)
+                    if not pieces or pieces[-1] != (_DIRS, not depth):
+                        pieces.append((_DIRS, not depth))
                     i = j + 1
                 continue
-            out.append("[^/]*")
+            pieces.append((_STAR, not depth))
             i = j
             continue
         if c == "*":
-            out.append("[^/]*")
+            piece = _STAR
         elif c == "?":
-            out.append("[^/]")
+            piece = "[^/]"
         elif c == "\\" and i + 1 < n:
             i += 1
-            out.append(re.escape(pattern[i]))
+            piece = re.escape(pattern[i])
         elif c == "[":
             end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
             if end < 0:
-                out.append(re.escape(c))
+                piece = re.escape(c)
             else:
                 body = pattern[i + 1 : end]
                 if body[:1] in ("!", "^"):
                     body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
+                piece = "[" + body.replace("\\", "\\\\") + "]"
                 i = end
         elif braces and c == "{":
             depth += 1
-            out.append("(?:")
+            piece = "(?:"
         elif braces and c == "}" and depth:
             depth -= 1
-            out.append(")")
+            piece = ")"
+            pieces.append((piece, False))
+            i += 1
+            continue
         elif braces and c == "," and depth:
-            out.append("|")
+            piece = "|"
         else:
-            out.append(re.escape(c))
+            piece = re.escape(c)
+        pieces.append((piece, not depth))
         i += 1
-    out.extend(")" * depth)
-    body = "".join(out)
-    return body if anchored else "(?:.*/)?" + body
+    pieces.extend([(")", False)] * depth)
+    if not anchored and (not pieces or pieces[0] != (_DIRS, True)):
+        pieces.insert(0, (_DIRS, True))
+    return pieces
+
+
+def _linear(pieces: list[tuple[str, bool]]) -> str:
+    """Join the pieces, making each wildcard followed by fixed text and then another wildcard of
+    the same kind match the earliest such text, atomically: `*a*a*a*b` as nested greedy stars
+    backtracks exponentially in a long name (a hostile `.gitignore` hung the walk), and so do
+    repeated `**/`. Earliest is exact there: whatever a later match would leave, the next
+    wildcard absorbs too. The fixed text is literal characters and `?` only (a class or a brace
+    could match differently), and `/` within it only between `**/`s, where it stays on directory
+    boundaries. Nothing inside braces takes part."""
+    out: list[str] = []
+    i = 0
+    while i < len(pieces):
+        piece, free = pieces[i]
+        j = i + 1
+        if free and piece in _LAZY:
+            while j < len(pieces) and _fixed(pieces[j], across_dirs=piece == _DIRS):
+                j += 1
+        if j > i + 1 and j < len(pieces) and pieces[j] == (piece, True):
+            out.append("(?>" + _LAZY[piece] + "".join(p for p, _ in pieces[i + 1 : j]) + ")")
+        else:
+            out.extend(p for p, _ in pieces[i:j])
+        i = j
+    return "".join(out)
+
+
+def _fixed(piece: tuple[str, bool], *, across_dirs: bool) -> bool:
+    """A literal character (escaped) or `?` outside braces; `/` only between `**/`s."""
+    text, free = piece
+    if not free:
+        return False
+    if text == "/":
+        return across_dirs
+    return text == "[^/]" or len(text) == 1 or (len(text) == 2 and text[0] == "\\")
 
 
 def parse_gitignore(text: str) -> list[Rule]:

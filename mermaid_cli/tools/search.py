@@ -12,7 +12,7 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field
 
@@ -199,6 +199,9 @@ def python_grep(
     """`refuse`: whether a file, by where it really is once open, is kept from the model."""
     flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
     regex = re.compile(pattern, flags)
+    slow = backtracking_risk(pattern)
+    if slow is not None:
+        raise PatternTooSlow(slow)
     prefix: list[str] = []
     inc = None
     if include:
@@ -233,6 +236,67 @@ def python_grep(
                 if len(hits) >= collect_limit():
                     return hits, True
     return hits, False
+
+
+class PatternTooSlow(ValueError):
+    """A regex Python's backtracking engine could take exponential time over (`backtracking_risk`)."""
+
+
+#: repeats without an upper bound a pattern may have for Python's engine (each one multiplies the
+#: work on a line that almost matches)
+MAX_UNBOUNDED_REPEATS = 6
+
+
+def backtracking_risk(pattern: str) -> str | None:
+    """Why `pattern` could run for ever in Python's `re` (which holds the GIL, so nothing, not the
+    run's --timeout nor SIGTERM, gets to stop it), or None: a repeat whose body starts with a
+    repeat (`(a+)+`, `(\\w+\\s?)*`, `(a|b*)*`: every split of a run of `a`s is tried), or more than
+    `MAX_UNBOUNDED_REPEATS` unbounded repeats. `(?:_[a-z]+)*` is fine: its body starts with a
+    literal. rg's engine is linear and never needs this; the Python walker runs only what rg
+    cannot (look-around, backreferences) or where rg is missing."""
+    from re import _constants as c  # type: ignore[attr-defined]  # (sre_parse, undeprecated)
+    from re import _parser  # type: ignore[attr-defined]
+
+    try:
+        parsed = _parser.parse(pattern)
+    except re.error:
+        return None
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
+    unbounded = 0
+
+    def starts_with_repeat(items: Any) -> bool:
+        for op, av in list(items)[:1]:
+            if op in repeats:
+                return bool(av[1] > 1)
+            if op == c.SUBPATTERN:
+                return starts_with_repeat(av[-1])
+            if op == c.BRANCH:
+                return any(starts_with_repeat(b) for b in av[1])
+        return False
+
+    def walk(items: Any) -> bool:
+        nonlocal unbounded
+        for op, av in items:
+            if op in repeats or op == c.POSSESSIVE_REPEAT:
+                if av[1] == c.MAXREPEAT:
+                    unbounded += 1
+                if op in repeats and av[1] > 1 and starts_with_repeat(av[2]):
+                    return True
+                if walk(av[2]):
+                    return True
+            elif op == c.SUBPATTERN and walk(av[-1]):
+                return True
+            elif op == c.BRANCH and any(walk(b) for b in av[1]):
+                return True
+            elif op in (c.ASSERT, c.ASSERT_NOT) and walk(av[1]):
+                return True
+        return False
+
+    if walk(parsed):
+        return "a repeat of a repeat"
+    if unbounded > MAX_UNBOUNDED_REPEATS:
+        return f"{unbounded} unbounded repeats"
+    return None
 
 
 RG_FLAGS = [
@@ -353,9 +417,21 @@ class Grep(Tool):
             hits, stopped = got
         else:
             refuse = (lambda real: _kept_from_model(ctx, real)) if ctx.path_rules is not None else None
-            hits, stopped = await asyncio.to_thread(
-                python_grep, root, args.pattern, include, args.ignore_case, args.include_ignored, refuse
-            )
+            try:
+                hits, stopped = await asyncio.to_thread(
+                    python_grep, root, args.pattern, include, args.ignore_case, args.include_ignored, refuse
+                )
+            except PatternTooSlow as exc:
+                return ToolResult.error(
+                    f"regular expression {args.pattern!r} is refused: {exc} could take exponential time in "
+                    "Python's regex engine, which runs it here"
+                    + (
+                        " (rg cannot: look-around or a backreference)"
+                        if shutil.which("rg")
+                        else " (rg is not installed)"
+                    )
+                    + "; simplify it"
+                )
         if rg and ctx.path_rules is not None:
             # a project that holds the sandbox's secrets (the home directory itself) or links to
             # them; the Python walker judged each file as it opened it
