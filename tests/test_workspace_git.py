@@ -332,3 +332,54 @@ def test_a_config_that_is_no_regular_file_is_left_to_git_without_blocking(
     worker.start()
     worker.join(10)
     assert done == [UNSURE]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ["filter.x.clean", "sh -c 'touch {ran}; cat'"],
+        ["filter.x.process", "sh -c 'touch {ran}'"],
+        ["diff.x.textconv", "sh -c 'touch {ran}; cat \"$1\"' -"],
+        ["diff.external", "sh -c 'touch {ran}'"],
+    ],
+)
+def test_a_repository_config_that_runs_commands_never_runs_them_for_the_snapshot(
+    tmp_path: Path, config: list[str]
+) -> None:
+    """A repository handed over with its `.git` (an archive, a checkout cloned as-is) is as hostile
+    as its files: its filters and diff drivers ran from Mermaid's own `git add`/`diff`, outside
+    any sandbox, in every mode. The snapshot is the stat one there, and what changed is the same."""
+    ran = tmp_path / "RAN"
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "config", config[0], config[1].format(ran=ran)], check=True)
+    (root / ".gitattributes").write_text("* filter=x diff=x\n")
+    (root / "a.txt").write_text("one\n")
+    snap = workspace_diff.WorkspaceSnapshot.take(root)
+    try:
+        assert not snap.git
+        (root / "a.txt").write_text("two\n")
+        (root / "new\nline.txt").write_text("x")
+        assert sorted(snap.changed_files()) == ["a.txt", "new\nline.txt"]
+        assert "two" in snap.diff()
+    finally:
+        snap.close()
+    assert not ran.exists()
+
+
+def test_a_name_with_a_newline_is_one_changed_file_in_a_git_snapshot(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.txt").write_text("one\n")
+    snap = workspace_diff.WorkspaceSnapshot.take(root)
+    try:
+        assert snap.git
+        (root / "a.txt").write_text("two\n")
+        snap.changed()
+        assert "two" in snap.diff()  # stages: later names come from `git diff --cached --name-only`
+        (root / 'new\nline "q".txt').write_text("x")
+        snap.changed()
+        assert snap.index is not None and snap.index.staged
+        assert sorted(snap.changed_files()) == ["a.txt", 'new\nline "q".txt']
+    finally:
+        snap.close()

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mermaid_cli.run.workspace_git import UNSURE, find_index
+from mermaid_cli.run.workspace_git import UNSURE, config_runs_commands, find_index
 from mermaid_cli.run.workspace_watch import INLINE_WALK_ENTRIES, TreeWatch
 from mermaid_cli.security.childenv import SAFE_GIT, helper_env
 
@@ -54,6 +54,8 @@ INLINE_MAX_S = 0.002
 MAX_PATHSPECS = 2000
 #: Mermaid's own directory in the project (sessions, project config): never a run's change
 OWN_DIR = ".mermaid"
+#: a diff of Mermaid's own is git's: no external diff program, no textconv filter
+_NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
 
 
 @functools.cache
@@ -152,9 +154,10 @@ class _GitIndex:
         tree = self.tree()
         self.add()
         out = _git(
-            self.root, "diff", "--cached", "--name-only", "--no-renames", "--relative", tree, env=self.env
-        )
-        return [line for line in out.decode("utf-8", "replace").splitlines() if line]
+            self.root, "diff", "--cached", "--name-only", "-z", "--no-renames", "--relative", *_NO_DRIVERS, tree,
+            env=self.env,
+        )  # fmt: skip
+        return [name for name in out.decode("utf-8", "replace").split("\0") if name]
 
     def _unstaged_names(self, paths: list[str] | None) -> list[str]:
         """While the index still holds the snapshot, one `git status` tells what changed: the work
@@ -191,7 +194,15 @@ class _GitIndex:
         self.add()
         self.staged = True
         raw = _git(
-            self.root, "diff", "--cached", "--binary", "--no-renames", "--relative", tree, env=self.env
+            self.root,
+            "diff",
+            "--cached",
+            "--binary",
+            "--no-renames",
+            "--relative",
+            *_NO_DRIVERS,
+            tree,
+            env=self.env,
         )
         return raw.decode("utf-8", "surrogateescape")
 
@@ -600,7 +611,7 @@ def _git_index_path(root: Path) -> tuple[Path, str] | None:
     env = helper_env(os.environ)
     found = find_index(root, env)
     if found != UNSURE:
-        return found
+        return None if found is not None and config_runs_commands(found[0].parent) else found
     try:
         out = _git(
             root,
@@ -617,4 +628,6 @@ def _git_index_path(root: Path) -> tuple[Path, str] | None:
     lines = out.decode("utf-8", "surrogateescape").split("\n")
     if len(lines) < 3 or lines[0].strip() != "true":
         return None
-    return Path(lines[1].strip()), lines[2]
+    index = Path(lines[1].strip())
+    # a config that runs commands on file contents: the stat snapshot instead (it runs nothing)
+    return None if config_runs_commands(index.parent) else (index, lines[2])

@@ -138,3 +138,29 @@ def _may_move_work_tree(config: bytes) -> bool:
         if line.strip().startswith(b"bare") and not _BARE_FALSE.match(line):
             return True
     return False
+
+
+#: a repository config line naming a command git runs on file contents (a filter's `clean`,
+#: `smudge` or `process`, a diff driver's `textconv` or `command`, `diff.external`)
+_RUNS_COMMAND = re.compile(
+    rb"^\s*(clean|smudge|process|textconv|command|external)\s*=", re.IGNORECASE | re.MULTILINE
+)
+
+
+def config_runs_commands(git_dir: Path) -> bool:
+    """Whether the repository's own config (`git_dir`'s, or its common dir's for a linked
+    worktree) may make git run a command while staging or comparing files, or cannot be read
+    whole (an include, a config too large or not a regular file): git must then not be run on
+    it for Mermaid's snapshot, outside any sandbox. A repository handed over with its `.git`
+    (an archive, a cloned-as-is checkout) is as hostile as its files."""
+    try:
+        common = _read_regular(git_dir / "commondir") if os.path.lexists(git_dir / "commondir") else None
+        base = git_dir / os.fsdecode(common.strip()) if common else git_dir
+        config = _read_regular(base / "config")
+    except FileNotFoundError:
+        return False  # no config of its own
+    except OSError:
+        return True
+    if config is None or len(config) > _MAX_CONFIG or b"include" in config.lower():
+        return True
+    return _RUNS_COMMAND.search(config) is not None
