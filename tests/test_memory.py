@@ -239,3 +239,14 @@ async def test_project_memory_symlinked_outside_is_ignored(ctx, project, tmp_pat
     result = await call(ctx, action="remember", name="new", description="d", content="c")
     assert result.is_error and "outside" in result.content
     assert not (outside / "new.md").exists()
+
+
+async def test_project_memory_symlinked_into_git_is_refused(ctx, project):
+    """`.mermaid/memory -> ../.git/hooks` stayed inside the project, so `remember` wrote into
+    `.git/` (read-only in ask/auto for every other tool)."""
+    (project / ".git" / "hooks").mkdir(parents=True)
+    (project / ".mermaid").mkdir()
+    os.symlink("../.git/hooks", project / ".mermaid" / "memory")
+    result = await call(ctx, action="remember", name="pre-commit", description="d", content="#!/bin/sh\n")
+    assert result.is_error
+    assert list((project / ".git" / "hooks").iterdir()) == []

@@ -130,14 +130,17 @@ class MemoryStore:
         return base / ".mermaid" / "memory" if scope == "project" else base / "memory"
 
     def _contained(self, path: Path, scope: Scope) -> bool:
-        """Whether `path` (symlinks resolved) stays in the project: a repository could otherwise
-        point `.mermaid/memory` elsewhere and have us read or write there. The user scope is the
-        user's own (it may well be a symlink into a dotfiles repository)."""
+        """Whether `path` (symlinks resolved) stays in the project and out of its git directories:
+        a repository could otherwise point `.mermaid/memory` elsewhere (or at `.git/hooks`) and
+        have us read or write there. The user scope is the user's own (it may well be a symlink
+        into a dotfiles repository)."""
         if scope == "user":
             return True
         base = self.project_root
         real, root = path.resolve(), base.resolve()
-        return real == root or root in real.parents
+        if real != root and root not in real.parents:
+            return False
+        return ".git" not in real.relative_to(root).parts
 
     def facts(self, scope: Scope | None = None) -> list[Fact]:
         """All facts, project scope first, each scope sorted by name (a stable order for the prompt)."""
