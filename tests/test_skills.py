@@ -48,9 +48,10 @@ def roots(tmp: Path) -> list[SkillRoot]:
 @pytest.mark.parametrize(
     ("present", "winner"),
     [
-        (("project", "user", "a", "b"), "project"),
+        (("project", "user", "a", "b"), "user"),  # the operator's own beat a pull request's
         (("user", "a", "b"), "user"),
-        (("project", "a"), "project"),
+        (("project", "a"), "plugin:a"),
+        (("project",), "project"),
         (("a", "b"), "plugin:a"),
         (("b",), "plugin:b"),
     ],

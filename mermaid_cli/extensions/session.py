@@ -101,15 +101,13 @@ def skill_roots(project_root: Path, env: Mapping[str, str], plugins: list[Loaded
     from mermaid_cli.extensions.skills import SkillRoot
 
     root = find_git_root(project_root) or project_root
-    roots = [
-        SkillRoot(project_dir(root, "skills"), "project", jail=root),
-        SkillRoot(user_dir(env, "skills"), "user"),
-    ]
+    roots = [SkillRoot(user_dir(env, "skills"), "user")]
     for plugin in plugins:
         for rel in plugin.manifest.skills:
             path = plugin.audit.paths[("skills", rel)]
             single = path.is_file() or (path / "SKILL.md").exists()
             roots.append(SkillRoot(path, "plugin", jail=plugin.root, plugin=plugin.name, single=single))
+    roots.append(SkillRoot(project_dir(root, "skills"), "project", jail=root))  # last: see skills._RANK
     return roots
 
 
@@ -119,13 +117,13 @@ def command_roots(
     from mermaid_cli.extensions.commands import CommandRoot
 
     root = find_git_root(project_root) or project_root
-    roots = [
-        CommandRoot("project", project_dir(root, "commands"), jail=root),
-        CommandRoot("user", user_dir(env, "commands")),
-    ]
+    roots = [CommandRoot("user", user_dir(env, "commands"))]
     for plugin in plugins:
         files = tuple(plugin.audit.paths[("prompts", rel)] for rel in plugin.manifest.prompts)
         roots.append(CommandRoot(f"plugin:{plugin.name}", files=files, jail=plugin.root))
+    # last: the first root to define a name wins, and a pull request must not replace the
+    # operator's own command (`mermaid exec "/review"` in CI)
+    roots.append(CommandRoot("project", project_dir(root, "commands"), jail=root))
     return roots
 
 

@@ -1,5 +1,6 @@
 """Skills: `SKILL.md` playbooks found in the project, the user's config dir and enabled plugins,
-deduplicated (project > user > plugin), indexed for the system prompt and read on demand.
+deduplicated (user > plugin > project: the operator's own beat what a pull request can add),
+indexed for the system prompt and read on demand.
 
 Discovery never raises on what a repository holds: a bad name, a symlink out of its root, a huge
 file, a file that is not UTF-8 or a broken header is a `Skipped` entry with the reason
@@ -19,7 +20,7 @@ from mermaid_cli.extensions.frontmatter import NAME_RE, FrontmatterError, one_li
 from mermaid_cli.security.paths import within
 
 Scope = Literal["project", "user", "plugin"]
-_RANK: dict[Scope, int] = {"project": 0, "user": 1, "plugin": 2}
+_RANK: dict[Scope, int] = {"user": 0, "plugin": 1, "project": 2}
 
 INDEX_MAX_SKILLS = 64
 INDEX_MAX_BYTES = 8 * 1024
@@ -124,7 +125,7 @@ def _overflow(count: int) -> str:
 
 
 def discover(roots: Iterable[SkillRoot], *, project_root: Path | None = None) -> SkillSet:
-    """Every skill under `roots`, deduplicated: the better scope wins (project > user > plugin),
+    """Every skill under `roots`, deduplicated: the better scope wins (user > plugin > project),
     then the earlier root, then the directory that sorts first."""
     found: list[Skill] = []
     out = SkillSet()
