@@ -205,8 +205,8 @@ def test_a_project_may_still_tighten_the_same_keys(project: Path, isolated_env: 
     assert loaded.warnings == []
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "huge"])
-def test_a_config_file_that_never_ends_is_a_config_error(project: Path, kind: str) -> None:
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge", "directory", "deep"])
+def test_a_config_file_toml_cannot_hold_is_a_config_error(project: Path, kind: str) -> None:
     """A committed `.mermaid/config.toml -> /dev/zero` grew memory until the run died (exit 70
     under a limit); a FIFO blocked it before its first event."""
     from conftest import run_inprocess, say, write_script
@@ -217,6 +217,10 @@ def test_a_config_file_that_never_ends_is_a_config_error(project: Path, kind: st
         os.mkfifo(config)
     elif kind == "device":
         config.symlink_to("/dev/zero")
+    elif kind == "directory":
+        config.mkdir()
+    elif kind == "deep":
+        config.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
     else:
         config.write_text("# x\n" * 300_000)
     script = write_script(project / "s.jsonl", [say("done")])

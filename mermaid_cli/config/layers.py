@@ -43,9 +43,10 @@ def read_toml(path: Path) -> dict[str, Any] | None:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a directory itself
+        os.close(fd)
+        raise ConfigError("not a regular file", source=str(path))
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError("not a regular file", source=str(path))
         try:
             raw = f.read(MAX_CONFIG_BYTES + 1)
         except OSError as exc:
@@ -60,6 +61,8 @@ def read_toml(path: Path) -> dict[str, Any] | None:
         raise ConfigError("not UTF-8 text", source=str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"malformed TOML: {exc}", source=str(path)) from None
+    except RecursionError:
+        raise ConfigError("malformed TOML: nested too deeply", source=str(path)) from None
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -75,7 +78,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
     try:
         parsed = tomllib.loads(f"v = {value.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         parsed = value.strip()
     return parts, parsed
 
