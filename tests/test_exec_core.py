@@ -202,6 +202,10 @@ def test_session_with_a_torn_last_line_still_loads(project):
     out = run_inprocess(["--json", "--resume", sid, "--model", f"replay/{s1}", "again"], project)
     assert out.code == 0
     assert "conversations/" in (project / ".mermaid/.gitignore").read_text().splitlines()
+    # the resumed run's lines start on a line of their own: only the torn one is lost
+    again = load_session(project, sid)
+    assert [m.text for m in again.messages] == ["one", "answer", "again", "answer"]
+    assert len(again.bad_lines) == 1 and again.runs == 2
 
 
 def test_resume_after_crash_mid_tool_call_repairs_history(project):

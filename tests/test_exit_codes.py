@@ -161,3 +161,29 @@ def test_unwritable_session_dir_is_a_clear_usage_error(project):
         run_mermaid(["exec", "--json", "--model", "replay/s.jsonl", "hi"], project), 2, "usage_error"
     )
     assert "cannot write the session" in result["errors"][-1]
+
+
+@pytest.mark.parametrize(
+    "header",
+    ['{"type":"header","version":"2"}', '{"type":"header","version":null}', '{"type":"header","model":5}',
+     "[" * 100_000 + "]" * 100_000, '{"type":"header","version":' + "9" * 5000 + "}"],
+)  # fmt: skip
+def test_a_damaged_recording_header_is_exit_2(project, header):
+    (project / "bad.jsonl").write_text(header + "\n")
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "--model", "replay/bad.jsonl", "hi"], project), 2, "usage_error"
+    )
+    assert "bad.jsonl:1:" in result["errors"][-1]
+
+
+def test_a_session_line_no_reader_can_take_is_skipped_not_exit_70(project):
+    from conftest import say, write_script
+
+    s1 = write_script(project / "s1.jsonl", [say("answer")])
+    first = run_mermaid(["exec", "--json", "--model", f"replay/{s1}", "one"], project)
+    sid = json.loads(first.stdout.splitlines()[0])["session_id"]
+    path = project / ".mermaid" / "conversations" / f"{sid}.jsonl"
+    with path.open("a") as fh:
+        fh.write('{"v":1,"seq":1e400,"kind":"run"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    again = run_mermaid(["exec", "--json", "--resume", sid, "--model", f"replay/{s1}", "again"], project)
+    assert again.code == 0, again.stderr

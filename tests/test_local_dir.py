@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from conftest import run_inprocess, say, write_script
 
-from mermaid_cli.core.errors import UsageError
 from mermaid_cli.store.local import local_dir
 
 
@@ -44,7 +43,7 @@ def test_a_symlinked_history_dir_is_refused(tmp_path: Path, link: str) -> None:
     project = tmp_path / "p"
     (project / ".mermaid").mkdir(parents=True) if link != ".mermaid" else project.mkdir()
     (project / link).symlink_to(outside)
-    with pytest.raises(UsageError, match="not a directory"):
+    with pytest.raises(NotADirectoryError, match="not a directory"):
         local_dir(project, "conversations")
     assert os.listdir(outside) == []
 

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
-from mermaid_cli.core.errors import MermaidError
+from mermaid_cli.core.errors import MermaidError, UsageError
 
 
 class _BatchGroup(click.Group):
@@ -96,7 +96,10 @@ def run_command(tasks_file: Path, **flags: Any) -> None:
         _fail(exc)
     project = Path.cwd()
     stamp = datetime.now(UTC).strftime("%Y%m%d_%H%M%S")
-    out_dir = flags["out_dir"] or local_dir(project, "batch") / stamp
+    try:
+        out_dir = flags["out_dir"] or local_dir(project, "batch") / stamp
+    except OSError as exc:
+        _fail(UsageError(f"cannot write the batch artifacts under .mermaid/batch: {exc.strerror or exc}"))
     suffix = f"-shard-{shard.index}-of-{shard.total}" if shard else ""
     results_file = flags["results_file"] or out_dir / f"results{suffix}.jsonl"
     options = BatchOptions(

@@ -10,19 +10,18 @@ alone when it is not a plain UTF-8 file.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
-
-from mermaid_cli.core.errors import UsageError
 
 _HEADER = "# Mermaid's local run history stays out of git\n"
 
 
 def local_dir(project_root: Path, name: str) -> Path:
     """`.mermaid/NAME`, made if missing, and listed in `.mermaid/.gitignore` (which ignores itself
-    too, so `git status` after a run shows only the agent's changes). UsageError when `.mermaid`
-    or `.mermaid/NAME` is not a real directory (a symlink to elsewhere)."""
+    too, so `git status` after a run shows only the agent's changes). NotADirectoryError when
+    `.mermaid` or `.mermaid/NAME` is not a real directory (a symlink to elsewhere)."""
     directory = _real_dir(_real_dir(project_root / ".mermaid"), name)
     _list_in_gitignore(directory.parent / ".gitignore", name)
     return directory
@@ -34,12 +33,11 @@ def _real_dir(path: Path, name: str | None = None) -> Path:
         os.mkdir(path, 0o755)
     except FileExistsError:
         pass
-    except OSError as exc:
-        raise UsageError(f"cannot create {path}: {exc.strerror}") from None
     if not stat.S_ISDIR(os.lstat(path).st_mode):
-        raise UsageError(
+        raise NotADirectoryError(
+            errno.ENOTDIR,
             f"{path} is not a directory (a symlink?): Mermaid keeps its run history only inside the "
-            "project (remove it, or run with --ephemeral)"
+            "project (remove it, or run with --ephemeral)",
         )
     return path
 

@@ -44,11 +44,20 @@ def load_turns(path: Path) -> tuple[dict[str, Any], list[ModelTurn]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:  # a number too long to read, nesting too deep
+            raise UsageError(f"{path}:{lineno}: not a JSON line ({type(exc).__name__})") from None
         if not isinstance(obj, dict):
             raise UsageError(f"{path}:{lineno}: expected a JSON object")
         kind = obj.get("type")
         if kind == "header":
-            if obj.get("version", VERSION) > VERSION:
+            version, model = obj.get("version", VERSION), obj.get("model")
+            if not isinstance(version, int) or isinstance(version, bool):
+                raise UsageError(
+                    f"{path}:{lineno}: the header's version must be a whole number, not {version!r}"
+                )
+            if model is not None and not isinstance(model, str):
+                raise UsageError(f"{path}:{lineno}: the header's model must be a string, not {model!r}")
+            if version > VERSION:
                 raise UsageError(
                     f"{path}:{lineno}: recording version {obj['version']} is newer than this Mermaid reads ({VERSION})"
                 )

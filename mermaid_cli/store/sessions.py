@@ -80,8 +80,19 @@ class SessionWriter:
         # unbuffered: each line goes out in one write (no flush step), as whole as before
         self._fh = path.open("ab", buffering=0)
         os.chmod(path, 0o600)
+        self._end_torn_line()
         self.message_count = 0
         self.compactions = 0
+
+    def _end_torn_line(self) -> None:
+        """A file left mid-line (a crash, a full disk) gets its newline first: a resumed run's first
+        line glued to it would be unreadable too, and lose what it says."""
+        size = os.fstat(self._fh.fileno()).st_size
+        if size:
+            with self.path.open("rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    self._fh.write(b"\n")
 
     def append(self, kind: str, **body: Any) -> None:
         self._write(_compact(self._line(kind, body)))
@@ -207,7 +218,7 @@ def read_session_file(path: Path) -> SessionData:
                     for idx in line.get("removed", []):
                         data.compacted[int(idx)] = number
                     context = [int(i) for i in line.get("context", [])]
-            except (ValueError, KeyError, TypeError, ValidationError) as exc:
+            except (ValueError, KeyError, TypeError, ValidationError, OverflowError, RecursionError) as exc:
                 reason = str(exc).splitlines()[0][:200]
                 data.bad_lines.append(f"{path.name}:{lineno}: {reason}")
     data.all_messages = messages
