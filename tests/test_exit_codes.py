@@ -187,3 +187,34 @@ def test_a_session_line_no_reader_can_take_is_skipped_not_exit_70(project):
         fh.write('{"v":1,"seq":1e400,"kind":"run"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
     again = run_mermaid(["exec", "--json", "--resume", sid, "--model", f"replay/{s1}", "again"], project)
     assert again.code == 0, again.stderr
+
+
+def test_a_prompt_argument_that_is_not_utf8_is_repaired_not_exit_70(project):
+    write_script(project / "s.jsonl", [say("ok")])
+    proc = subprocess.run(
+        [sys.executable, "-m", "mermaid_cli", "exec", "--json", "--model", "replay/s.jsonl", b"fix caf\xe9"],
+        cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["status"] == "success"
+    session = project / ".mermaid" / "conversations" / f"{result['session_id']}.jsonl"
+    assert "fix caf\ufffd" in session.read_text(encoding="utf-8")  # the prompt as sent
+
+
+def test_tool_arguments_nested_too_deeply_are_a_bad_call_not_exit_70(project):
+    deep = '{"path":"x","content":"y","z":' + "[" * 950 + "]" * 950 + "}"  # json.dumps cannot
+    header = (
+        '{"type":"header","format":"mermaid-recording","version":1,"model":"anthropic/claude-sonnet-4-5"}'
+    )
+    turn = '{"type":"turn","content":[{"type":"tool_call","id":"c1","name":"write_file","arguments":%s}],'
+    turn += '"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}'
+    done = json.dumps({"type": "turn", **say("done")})
+    (project / "s.jsonl").write_text("\n".join([header, turn % deep, done]) + "\n")
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "--model", "replay/s.jsonl", "hi"], project), 2, "usage_error"
+    )  # a recording that holds them is not one a model could have made
+    assert "nested deeper than" in result["errors"][-1]
+    from mermaid_cli.core.arguments import parse_tool_arguments
+
+    assert parse_tool_arguments(deep) == (None, deep)  # from a provider: a call with bad arguments

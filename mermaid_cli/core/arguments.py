@@ -28,25 +28,37 @@ def scrub_text(text: str) -> str:
         return re.sub(_SURROGATE, "\ufffd", text)
 
 
-def scrub(value: Any) -> Any:
-    """A JSON-shaped value with every string (keys too) scrubbed."""
+#: how deep a call's arguments may nest: deeper, no tool means it, and Python's own recursion
+#: (here, in the encoder of the next request) would end the run with exit 70
+MAX_DEPTH = 64
+
+
+class TooDeep(ValueError):
+    """Arguments nested deeper than `MAX_DEPTH`."""
+
+
+def scrub(value: Any, depth: int = 0) -> Any:
+    """A JSON-shaped value with every string (keys too) scrubbed. TooDeep past `MAX_DEPTH`."""
     if isinstance(value, str):
         return scrub_text(value)
+    if depth >= MAX_DEPTH and isinstance(value, dict | list | tuple):
+        raise TooDeep(f"arguments nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
-        return {scrub_text(k) if isinstance(k, str) else k: scrub(v) for k, v in value.items()}
+        return {scrub_text(k) if isinstance(k, str) else k: scrub(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub(v) for v in value]
+        return [scrub(v, depth + 1) for v in value]
     return value
 
 
 def parse_tool_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """(arguments, None) for a JSON object; (None, raw text) for anything else. Empty is `{}`."""
+    """(arguments, None) for a JSON object; (None, raw text) for anything else (nested deeper than
+    `MAX_DEPTH` too). Empty is `{}`."""
     if not raw.strip():
         return {}, None
     try:
         value = json.loads(raw)
-    except ValueError:
-        return None, scrub_text(raw)
-    if isinstance(value, dict):
-        return scrub(value), None
+        if isinstance(value, dict):
+            return scrub(value), None
+    except (ValueError, RecursionError):  # TooDeep is a ValueError
+        pass
     return None, scrub_text(raw)

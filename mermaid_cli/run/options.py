@@ -136,7 +136,17 @@ def _may_block(stream: object) -> bool:
 
 
 def resolve_prompt(prompt: str | None, piped: str) -> str:
-    """The prompt argument, piped stdin, or both (stdin appended as a fenced block)."""
+    """The prompt argument, piped stdin, or both (stdin appended as a fenced block). An argument
+    that is not UTF-8 (Python hands its bytes over as lone surrogates) gets U+FFFD for each bad
+    byte, as stdin does: a lone surrogate would fail the provider request, exit 70."""
+    if prompt is not None:
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                prompt = prompt.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            except UnicodeEncodeError:  # not from argv's decoding: any lone surrogate
+                prompt = prompt.encode("utf-8", "replace").decode("utf-8")
     if prompt is None or prompt == "-":
         if not piped:
             raise UsageError("no prompt given: pass a prompt or pipe text on stdin")
