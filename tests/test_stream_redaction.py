@@ -119,3 +119,18 @@ def test_no_event_field_carries_a_secret_to_stdout(project: Path) -> None:
         assert out.code == 0, out.stderr
         assert PLAIN_KEY not in out.stdout, fmt
         assert PLACEHOLDER in out.stdout, fmt
+
+
+def test_a_long_unbroken_run_streams_in_linear_time_and_hides_its_secrets() -> None:
+    """A base64 answer in 24-character deltas was held whole and rescanned on every delta: 4,000
+    deltas took 70 s on the event loop's thread, past --timeout. No token is 1,024 characters
+    long: past that a run's head goes out."""
+    redactor = Redactor([SECRET])
+    stream = StreamRedactor(redactor.redact, lambda: redactor.secrets)
+    text = "QUJD/EVGR0h+SktM" * 500 + SECRET + "A" * 5000 + TOKEN + "B" * 3000
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    emitted = [stream.feed(p) for p in pieces]
+    assert sum(len(e) for e in emitted) > len(text) - 2 * 1024 - len(SECRET)  # it streamed
+    joined = "".join(emitted) + stream.flush()
+    assert SECRET not in joined and joined.count(PLACEHOLDER) == 1  # the token inside the run is data
+    assert joined.startswith("QUJD/EVGR0h+SktM" * 500)

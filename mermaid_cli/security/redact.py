@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -177,7 +178,11 @@ def redact_obj(obj: Any, redact: Callable[[str], str]) -> Any:
     if isinstance(obj, tuple):
         return tuple(redact_obj(v, redact) for v in obj)
     return obj
-_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-./+=~]")
+_TOKEN_CHARS = string.ascii_letters + string.digits + "_-./+=~"
+#: token characters no `TOKEN_SHAPES` body holds: a cut just after one splits no token
+_NEVER_IN_SHAPES = "./+=~"
+#: longer than any credential's token: a run of token characters past this is data
+LONGEST_TOKEN = 1024
 _BEARER_TAIL = re.compile(r"[Bb]earer[ \t]*$")
 _PEM_BEGIN = "-----BEGIN"
 
@@ -225,13 +230,22 @@ class StreamRedactor:
                         cut = i
                         break
                     i = buf.find(secret, i + 1, cut + len(secret) - 1)
-            # a token-shaped word may continue after the cut (or in the next delta)
-            while (
-                cut > 0
-                and _TOKEN_CHAR.match(buf[cut - 1])
-                and (cut == len(buf) or _TOKEN_CHAR.match(buf[cut]))
-            ):
-                cut -= 1
+            # a token-shaped word may continue after the cut (or in the next delta): back to its
+            # start, found by one scan from the end (a character at a time, a long unbroken run
+            # such as base64 cost the whole buffer on every delta, quadratic in the answer)
+            if cut > 0 and (cut == len(buf) or buf[cut] in _TOKEN_CHARS) and buf[cut - 1] in _TOKEN_CHARS:
+                start = len(buf[:cut].rstrip(_TOKEN_CHARS))
+                end = len(buf) - len(buf[cut:].lstrip(_TOKEN_CHARS))
+                longest = max(LONGEST_TOKEN, hold + 1)
+                if end - start <= longest:
+                    cut = start
+                else:
+                    # No token is that long (base64, a hash run): the run's head goes out, its
+                    # last `longest` characters wait, cut after a character no token shape holds
+                    # where there is one. Held whole, the answer stalled until the run ended.
+                    limit = min(cut, end - longest)
+                    safe = max(buf.rfind(c, start, limit) for c in _NEVER_IN_SHAPES)
+                    cut = safe + 1 if safe >= start else limit
             bearer = _BEARER_TAIL.search(buf, 0, cut)
             if bearer is not None:
                 cut = bearer.start()
