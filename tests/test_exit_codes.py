@@ -218,3 +218,12 @@ def test_tool_arguments_nested_too_deeply_are_a_bad_call_not_exit_70(project):
     from mermaid_cli.core.arguments import parse_tool_arguments
 
     assert parse_tool_arguments(deep) == (None, deep)  # from a provider: a call with bad arguments
+
+
+@pytest.mark.parametrize("price", ["inf", "nan", "1e308"])
+def test_a_price_no_model_has_is_exit_2_not_nan_on_stdout(project, price):
+    write_script(project / "s.jsonl", [say("ok")])
+    setting = f'pricing."anthropic/claude-sonnet-4-5"={{input={price},output=1}}'
+    out = run_mermaid(["exec", "--json", "-c", setting, "--model", "replay/s.jsonl", "hi"], project)
+    assert_framed(out, 2, "usage_error")
+    assert "NaN" not in out.stdout and "Infinity" not in out.stdout

@@ -248,3 +248,12 @@ async def test_sse_round_trip(events) -> None:
 
     parsed = [(e.event, e.data) async for e in iter_sse(gen())]
     assert parsed == list(events)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "1e999"])
+def test_a_retry_after_no_server_means_falls_back_to_our_backoff(value):
+    """`Retry-After: nan` slept until the run's deadline (20 minutes by default); `-5`, not at all."""
+    from mermaid_cli.providers.errors import map_http_error
+
+    error = map_http_error("anthropic", 429, '{"error":{"message":"slow down"}}', {"retry-after": value})
+    assert error.retryable and error.retry_after is None

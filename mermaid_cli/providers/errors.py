@@ -9,6 +9,7 @@ retried). `Retryable` carries the provider's `retry_after`; `with_retries` (http
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from mermaid_cli.core.errors import ContextTooLong, ProviderError
@@ -88,6 +89,8 @@ def _retry_after(headers: Any) -> float | None:
             seconds = float(value)
         except ValueError:
             return None  # an HTTP date: rare from these APIs; fall back to our backoff
+        if not math.isfinite(seconds) or seconds < 0:
+            return None  # `nan` slept until the run's deadline, `-5` not at all: our backoff
         return seconds / 1000 if name == "retry-after-ms" else seconds
     return None
 

@@ -9,7 +9,7 @@ not set `providers` (DESIGN.md §5): a project could otherwise send the user's k
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from mermaid_cli.config.sections.base import Section
 
@@ -35,13 +35,25 @@ class ProviderSettings(Section):
         return value
 
 
-class PriceSettings(Section):
-    """USD per million tokens. Cache prices default to the input price when omitted."""
+#: USD per million tokens no model costs
+MAX_PRICE = 1_000_000
 
-    input: float = Field(ge=0, description="USD per million uncached input tokens.")
-    output: float = Field(ge=0, description="USD per million output tokens.")
-    cache_read: float | None = Field(None, ge=0, description="USD per million cache-read input tokens.")
-    cache_write: float | None = Field(None, ge=0, description="USD per million cache-write input tokens.")
+
+class PriceSettings(Section):
+    """USD per million tokens. Cache prices default to the input price when omitted. Finite and at
+    most `MAX_PRICE`: `inf` or `1e308` made a cost of NaN or Infinity (not JSON, and no
+    `--max-cost` comparison ever true)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    input: float = Field(ge=0, le=MAX_PRICE, description="USD per million uncached input tokens.")
+    output: float = Field(ge=0, le=MAX_PRICE, description="USD per million output tokens.")
+    cache_read: float | None = Field(
+        None, ge=0, le=MAX_PRICE, description="USD per million cache-read input tokens."
+    )
+    cache_write: float | None = Field(
+        None, ge=0, le=MAX_PRICE, description="USD per million cache-write input tokens."
+    )
 
 
 class ProviderToolsSettings(Section):
