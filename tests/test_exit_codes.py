@@ -227,3 +227,17 @@ def test_a_price_no_model_has_is_exit_2_not_nan_on_stdout(project, price):
     out = run_mermaid(["exec", "--json", "-c", setting, "--model", "replay/s.jsonl", "hi"], project)
     assert_framed(out, 2, "usage_error")
     assert "NaN" not in out.stdout and "Infinity" not in out.stdout
+
+
+@pytest.mark.parametrize("closed", ["2>&-", ">&-", "<&-"])
+def test_a_closed_standard_stream_does_not_end_the_run(project, closed):
+    write_script(project / "s.jsonl", [call("write_file", {"path": "a.txt", "content": "x"}), say("done")])
+    mermaid = f"{sys.executable} -m mermaid_cli exec --json --model replay/s.jsonl go"
+    proc = subprocess.run(
+        f"{mermaid} {closed} > out.jsonl" if closed == "2>&-" else f"{mermaid} {closed}",
+        shell=True, cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "a.txt").read_text() == "x"
+    if closed == "2>&-":
+        assert json.loads((project / "out.jsonl").read_text().splitlines()[-1])["status"] == "success"

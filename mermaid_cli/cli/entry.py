@@ -173,9 +173,19 @@ def plan_early(argv: list[str], env: dict[str, str]) -> early.Plan | None:
     return early.Plan(key, cwd, prompt, env, env.get("MERMAID_EARLY_REQUEST_STORE") or early.STORE)
 
 
+def _reopen_closed_streams() -> None:
+    """`2>&-` or `>&-`: Python then has no sys.stderr/sys.stdout (None), and the first progress
+    note (or the `result` line) failed with AttributeError, so the run ended with exit 1 and no
+    `result`. A closed stream is /dev/null instead: what would go there is lost, the run is not."""
+    for name in ("stdin", "stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "r" if name == "stdin" else "w", encoding="utf-8"))  # noqa: SIM115
+
+
 def main() -> None:
     import gc
 
+    _reopen_closed_streams()
     gc.set_threshold(*GC_THRESHOLDS)
     is_exec = sys.argv[1:2] == ["exec"]
     if is_exec:
