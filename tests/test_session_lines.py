@@ -44,3 +44,41 @@ def test_a_spliced_line_is_redacted_and_numbered_like_any_other(tmp_path: Path) 
     lines = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
     assert [line["seq"] for line in lines] == [1, 2]
     assert lines[1]["event"] == {"type": "error", "message": "key *** leaked"}
+
+
+def test_a_full_disk_ends_the_session_file_at_its_last_whole_line(tmp_path):
+    """ENOSPC mid-line left a torn line and ended the run with exit 70; now the file goes back to
+    its last whole line, the loss is reported once, and the run goes on."""
+    import errno
+
+    path = tmp_path / "s.jsonl"
+    writer = SessionWriter(path)
+    writer.append("started", session_id="s")
+    whole = path.read_bytes()
+    real = writer._fh
+
+    class FullDisk:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def write(self, data):
+            self.calls += 1
+            if self.calls == 1:
+                return real.write(data[: len(data) // 2])  # part of the line lands
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def fileno(self):
+            return real.fileno()
+
+        def close(self):
+            real.close()
+
+    reported: list[str] = []
+    writer.on_lost = reported.append
+    writer._fh = FullDisk()  # type: ignore[assignment]
+    writer.append("run", model="m")
+    writer.append("run", model="m")  # nothing more is tried
+    writer.close()
+    assert path.read_bytes() == whole
+    assert len(reported) == 1 and "No space left" in reported[0]
+    assert writer._fh.calls == 2  # type: ignore[attr-defined]

@@ -269,6 +269,8 @@ def open_session(opts: ExecOptions, io: RunIO, history: History, draft: Draft, o
             cli_version=__version__,
         )
     writer.append("run", model=draft.model_id, resumed=bool(history.messages), safety_mode=draft.safety_mode)
+    # from here a full disk costs the session file its rest, never the run (nor a half line)
+    writer.on_lost = lambda why: out.note(f"warning: {why}; the run goes on")
     out.session = writer
     draft.cleanups.append(writer.close)
     return writer

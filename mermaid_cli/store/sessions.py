@@ -13,6 +13,7 @@ not parse is reported and skipped, nothing else is lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -81,6 +82,11 @@ class SessionWriter:
         self._fh = path.open("ab", buffering=0)
         os.chmod(path, 0o600)
         self._end_torn_line()
+        self._size = os.fstat(self._fh.fileno()).st_size
+        #: once the run is under way, a line that cannot be written (a full disk) ends the session
+        #: file there and is reported through this, once; before (None), it raises
+        self.on_lost: Callable[[str], None] | None = None
+        self.lost: str | None = None
         self.message_count = 0
         self.compactions = 0
 
@@ -108,15 +114,27 @@ class SessionWriter:
         return {"v": FORMAT_VERSION, "seq": self._seq, "ts": self._clock().isoformat(), "kind": kind, **body}
 
     def _write(self, text: str) -> None:
+        if self.lost is not None:
+            return
         try:
-            data = memoryview((self._redact(text) + "\n").encode("utf-8", "replace"))
+            line = (self._redact(text) + "\n").encode("utf-8", "replace")
+            data = memoryview(line)
             while data:
                 written = self._fh.write(data)
                 if not written:  # a regular file takes every byte unless it cannot (disk full)
                     raise OSError(f"{self.path}: the session line could not be written")
                 data = data[written:]
+            self._size += len(line)
         except ValueError:  # closed: a late event after the run ended
             pass
+        except OSError as exc:
+            # never a half-written line: the file goes back to its last whole one
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fh.fileno(), self._size)
+            if self.on_lost is None:
+                raise
+            self.lost = f"the session file {self.path} stopped at its last whole line: {exc.strerror or exc}"
+            self.on_lost(self.lost)
 
     def append_message(self, message: Message) -> int:
         index = self.message_count
