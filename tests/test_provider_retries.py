@@ -257,3 +257,11 @@ def test_a_retry_after_no_server_means_falls_back_to_our_backoff(value):
 
     error = map_http_error("anthropic", 429, '{"error":{"message":"slow down"}}', {"retry-after": value})
     assert error.retryable and error.retry_after is None
+
+
+def test_a_huge_error_message_is_cut():
+    from mermaid_cli.providers.errors import MAX_ERROR_MESSAGE, map_http_error
+
+    body = '{"error":{"type":"invalid_request_error","message":"' + "x" * 5_000_000 + '"}}'
+    error = map_http_error("anthropic", 400, body)
+    assert len(str(error)) < MAX_ERROR_MESSAGE + 200 and "more characters" in str(error)

@@ -61,8 +61,20 @@ class StreamCut(Retryable):
         super().__init__(message, code="stream_cut")
 
 
+#: characters of a provider's error message kept (in `result.errors`, the `error` event, stderr)
+MAX_ERROR_MESSAGE = 2000
+
+
 def _error_text(body: str) -> tuple[str, str | None]:
-    """(message, error type/code) from an Anthropic or OpenAI error body, or the raw text."""
+    """(message, error type/code) from an Anthropic or OpenAI error body, or the raw text; the
+    message cut to `MAX_ERROR_MESSAGE` (a 5 MB message was copied whole into every report)."""
+    message, kind = _parsed_error(body)
+    if len(message) > MAX_ERROR_MESSAGE:
+        message = message[:MAX_ERROR_MESSAGE] + f"... ({len(message) - MAX_ERROR_MESSAGE} more characters)"
+    return message, kind
+
+
+def _parsed_error(body: str) -> tuple[str, str | None]:
     try:
         obj = json.loads(body)
     except ValueError:
