@@ -82,3 +82,17 @@ def test_a_full_disk_ends_the_session_file_at_its_last_whole_line(tmp_path):
     assert path.read_bytes() == whole
     assert len(reported) == 1 and "No space left" in reported[0]
     assert writer._fh.calls == 2  # type: ignore[attr-defined]
+
+
+def test_a_session_written_by_one_run_is_refused_to_another(tmp_path):
+    """Two concurrent `--resume` of one session both appended: indices twice, one run lost."""
+    import pytest
+
+    from mermaid_cli.core.errors import UsageError
+
+    path = tmp_path / "s.jsonl"
+    first = SessionWriter(path)
+    with pytest.raises(UsageError, match="in use by another run"):
+        SessionWriter(path)
+    first.close()
+    SessionWriter(path).close()  # free again once the first run ended

@@ -80,6 +80,7 @@ class SessionWriter:
         self._clock = clock or (lambda: datetime.now(UTC))
         # unbuffered: each line goes out in one write (no flush step), as whole as before
         self._fh = path.open("ab", buffering=0)
+        self._hold(path)
         os.chmod(path, 0o600)
         self._end_torn_line()
         self._size = os.fstat(self._fh.fileno()).st_size
@@ -89,6 +90,24 @@ class SessionWriter:
         self.lost: str | None = None
         self.message_count = 0
         self.compactions = 0
+
+    def _hold(self, path: Path) -> None:
+        """One run writes a session at a time: two `--resume` of one session appended the same
+        message indices twice, and reading it back kept one run's conversation only."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return
+        try:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._fh.close()
+            raise UsageError(
+                f"session {path.stem} is in use by another run (its file {path} is locked); "
+                "wait for it to end, or start a new session"
+            ) from None
+        except OSError:  # a file system without locks: go on as before
+            pass
 
     def _end_torn_line(self) -> None:
         """A file left mid-line (a crash, a full disk) gets its newline first: a resumed run's first
