@@ -136,7 +136,7 @@ def _clamp_switches(data: dict[str, Any], source: str, warnings: list[str]) -> N
         if isinstance(section, dict) and key in section and section[key] is not stricter:
             value = section.pop(key)
             warnings.append(
-                f"{source}: {table}.{key} = {_toml(value)} is ignored in a project config (it would loosen)"
+                f"{source}: `{table}.{key} = {_toml(value)}` is ignored in a project config (it would loosen)"
             )
 
 

@@ -27,14 +27,22 @@ TOML: `true`, `3`, `"x"`, `[1, 2]`; a bare word is a string) < dedicated flags (
 key and the layer it came from.
 
 An unknown key or a bad value is exit 2, naming the file (or `-c`/flag), the dotted key and the
-reason. A project file is committed with the code and may come from an untrusted pull request, so
+reason; so is a config file that is not a regular file (a FIFO, a device) or is over 1 MiB. A
+project file is committed with the code and may come from an untrusted pull request, so
 it may only tighten safety: it cannot loosen `safety.mode`, `safety.network` or
 `safety.filesystem`, add `allow` overrides, or set `model`, `providers`, `mcp_servers`, `web`,
 `pricing`, `hooks`, `verify.commands`, `exec.env_allow`, `safety.allow_readonly_web`,
 `safety.allow_untrusted_headless_tools` or `safety.auto_classifier_model`, and every numeric limit
 or budget (`run.max_turns`, `run.max_cost`, `run.max_tokens`, `run.timeout`, `verify.timeout`,
 `verify.attempts`, exec timeouts, output caps...) may only go down relative to the layers below it
-(those are ignored with a warning on stderr naming the key).
+(those are ignored with a warning on stderr naming the key). Nor may it undo a stricter choice of
+the layers below: `sandbox.mode` only moves toward `on` (`off` < `best-effort` < `auto` < `on`);
+`exec.fail_on_tool_error` may only be turned on, `memory.enabled`, `tools.provider_native` and
+`tools.computer` only off, `safety.checkpoint_on_mutation` never off; its `safety.overrides`,
+`agents.deny_tools`, `agents.deny_servers` and `tools.disabled` are added after the user's, never
+in their place (the first matching override decides, so the user's rules stay first); and it may
+add `[agents.types.NAME]` tables but not redefine one the user's config defines, nor set a type's
+`model`.
 
 Provider keys never come from config files: they come from the environment or the OS keyring
 (`mermaid login PROVIDER`). `MERMAID_DATA_DIR` relocates checkpoints (default

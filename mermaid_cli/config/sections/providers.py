@@ -40,10 +40,10 @@ MAX_PRICE = 1_000_000
 
 
 class PriceSettings(Section):
-    """USD per million tokens. Cache prices default to the input price when omitted. Finite and at
-    most `MAX_PRICE`: `inf` or `1e308` made a cost of NaN or Infinity (not JSON, and no
-    `--max-cost` comparison ever true)."""
+    """USD per million tokens. Cache prices default to the input price when omitted."""
 
+    # finite and at most MAX_PRICE: `inf` or `1e308` made a cost of NaN or Infinity (not JSON,
+    # and no `--max-cost` comparison ever true)
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     input: float = Field(ge=0, le=MAX_PRICE, description="USD per million uncached input tokens.")
