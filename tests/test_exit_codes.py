@@ -241,3 +241,17 @@ def test_a_closed_standard_stream_does_not_end_the_run(project, closed):
     assert (project / "a.txt").read_text() == "x"
     if closed == "2>&-":
         assert json.loads((project / "out.jsonl").read_text().splitlines()[-1])["status"] == "success"
+
+
+@pytest.mark.parametrize("bad", ["[run]\ntimeout = -1\n", "[run]\ntimeout = nan\n"])
+def test_a_bad_value_in_a_file_is_exit_2_even_when_a_flag_replaces_it(project, isolated_env, bad):
+    config = isolated_env / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(bad)
+    write_script(project / "s.jsonl", [say("ok")])
+    result = assert_framed(
+        run_mermaid(["exec", "--json", "--timeout", "60", "--model", "replay/s.jsonl", "hi"], project),
+        2,
+        "usage_error",
+    )
+    assert "run.timeout" in result["errors"][-1] and "config.toml" in result["errors"][-1]

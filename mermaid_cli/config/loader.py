@@ -168,6 +168,10 @@ def load_settings(
             project, current_mode, str(project_path), warnings, floors, below=_below_project(merged)
         )
         merge(merged, clamped, sources, str(project_path))
+    if files:
+        # what the files say, before any preset, -c or flag could override it: a bad value in a
+        # file is exit 2 even when a flag replaces it (`timeout = -1` passed under --timeout 60)
+        _validated(merged, sources)
     if policy is not None:
         merge(merged, policy[1], sources, policy[0])
     for text in overrides:
@@ -181,8 +185,16 @@ def load_settings(
     if tool_rules is not None:  # around every layer's rules, never instead of them (config/flags.py)
         apply_tool_rules(merged, tool_rules, sources)
 
+    settings = _validated(merged, sources)
+    for key in list(sources):
+        sources.setdefault(key, "defaults")
+    return LoadedSettings(settings=settings, sources=sources, warnings=warnings, files=files)
+
+
+def _validated(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
+    """`merged` as Settings; ConfigError naming the layer, the key and the reason."""
     try:
-        settings = Settings.model_validate(merged)
+        return Settings.model_validate(merged)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         loc = [str(p) for p in err["loc"]]
@@ -190,9 +202,6 @@ def load_settings(
         source = _source_of(loc, sources)
         reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         raise ConfigError(reason, source=source, key=key) from None
-    for key in list(sources):
-        sources.setdefault(key, "defaults")
-    return LoadedSettings(settings=settings, sources=sources, warnings=warnings, files=files)
 
 
 def _source_of(loc: list[str], sources: dict[str, str]) -> str:
