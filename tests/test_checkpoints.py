@@ -200,3 +200,18 @@ def test_a_fifo_is_refused_not_checkpointed_forever(project, tmp_path, tool):
     assert events[-1]["type"] == "result" and events[-1]["status"] == "success", done.stderr
     [finished] = [e for e in events if e["type"] == "tool_finished"]
     assert finished["status"] == "error" and "not a regular file" in finished["error"]
+
+
+def test_a_checkpoint_that_cannot_be_taken_says_so_not_the_project_file(project, tmp_path):
+    """A read-only data directory read as `hello.txt: Read-only file system`, as if the project were."""
+    import asyncio
+    import errno
+
+    def refuse(paths, reason):
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "data" / "checkpoints"))
+
+    ctx = ToolContext(project_root=project, checkpoint=refuse)
+    result = asyncio.run(WriteFile().run(WriteFile.Args(path="src/a.py", content="b = 2\n"), ctx))
+    assert result.is_error and "no checkpoint could be taken" in result.content
+    assert "data/checkpoints" in result.content and "not changed" in result.content
+    assert (project / "src" / "a.py").read_text() == "a = 1\n"

@@ -28,8 +28,15 @@ BINARY_SNIFF_BYTES = 8192
 MAX_DIR_ENTRIES = 1000
 
 
+class CheckpointFailed(OSError):
+    """The checkpoint a change takes first could not be taken (in the data directory, not the
+    project): nothing was changed."""
+
+
 def path_error(path: str, exc: BaseException) -> ToolResult:
     """Expected failures as data for the model."""
+    if isinstance(exc, CheckpointFailed):
+        return ToolResult.error(f"{path}: not changed: {exc.strerror}")
     if isinstance(exc, PathRefused | fileio.FileTooLarge):
         return ToolResult.error(str(exc))
     if isinstance(exc, FileNotFoundError):
@@ -49,8 +56,17 @@ def _one(arguments: dict[str, Any], operation: str) -> list[tuple[str, str]]:
 
 
 def checkpoint(ctx: ToolContext, resolved: list[ResolvedPath], reason: str) -> None:
-    if ctx.checkpoint is not None:
+    """The checkpoint before a change; CheckpointFailed, saying where, when it cannot be taken (a
+    read-only data directory read as "hello.txt: Read-only file system")."""
+    if ctx.checkpoint is None:
+        return
+    try:
         ctx.checkpoint([r.path for r in resolved], reason)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise CheckpointFailed(
+            exc.errno, f"no checkpoint could be taken first: {exc.strerror or exc}{where}"
+        ) from None
 
 
 def image_type(head: bytes) -> str | None:
