@@ -6,6 +6,7 @@ import base64
 import io
 import json
 
+import pytest
 from conftest import call, run_inprocess, say, write_script
 from PIL import Image
 
@@ -98,3 +99,14 @@ def test_offered_only_to_vision_models(project):
     assert "render_image" not in out.events[0]["tools"]
     (absent,) = _finished(out)
     assert absent["status"] == "error" and "only to models that accept images" in absent["output"]
+
+
+def test_an_image_too_large_to_decode_is_refused_before_decoding():
+    """A 13,300 x 13,300 bilevel TIFF of 465 KB decoded and converted to RGBA: 915 MB peak RSS."""
+    from mermaid_cli.tools.render_image import MAX_PIXELS, to_png
+
+    side = int(MAX_PIXELS**0.5) + 100
+    out = io.BytesIO()
+    Image.new("1", (side, side)).save(out, format="TIFF", compression="packbits")
+    with pytest.raises(ValueError, match="pixels"):
+        to_png(out.getvalue())

@@ -69,6 +69,11 @@ def decode(text: str) -> bytes:
         raise ValueError(f"not valid base64: {exc}") from None
 
 
+#: pixels a conversion decodes at most (~100 MB as RGBA): Pillow's own bomb check allows ~179 M,
+#: gigabytes once converted
+MAX_PIXELS = 25_000_000
+
+
 def to_png(data: bytes) -> bytes:
     """Any raster image Pillow reads, as PNG (ValueError when it is not one)."""
     try:
@@ -80,6 +85,12 @@ def to_png(data: bytes) -> bytes:
         ) from None
     try:
         with Image.open(io.BytesIO(data)) as opened:
+            width, height = opened.size  # from the header: nothing is decoded yet
+            if width * height > MAX_PIXELS:
+                raise ValueError(
+                    f"the image is {width}x{height} pixels; at most {MAX_PIXELS:,} are converted "
+                    "(a 465 KB file can decode to gigabytes)"
+                )
             opened.load()
             img: Image.Image = opened
             if img.mode not in ("RGB", "RGBA", "L", "LA", "P"):
