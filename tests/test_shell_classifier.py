@@ -371,6 +371,10 @@ TABLE: list[tuple[str, str]] = [
     ("tee /b??t/grub.cfg", "destructive"),
     ("cp key /home/*/.ssh/authorized_keys", "destructive"),
     ("echo x > /dev/s?a", "destructive"),
+    # find hands its start paths themselves to a command when no test comes first
+    ("find / -exec rm -rf {} +", "destructive"),
+    ("find / -xdev -exec rm -rf {} \\;", "destructive"),
+    ("find . -name '*.pyc' -exec rm -f {} +", "process"),
 ]
 
 

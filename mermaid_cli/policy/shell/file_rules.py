@@ -125,6 +125,20 @@ def _disk(x: Call) -> None:
     x.v.raise_to("system_mutation", f"{x.prog} changes disk partitions")
 
 
+#: find options that select no file: with only these before an action, it acts on the start paths
+_FIND_GLOBAL = frozenset(
+    "-depth -xdev -mount -noleaf -ignore_readdir_race -L -P -H -mindepth -maxdepth".split()
+)
+
+
+def _whole_starts(predicates: list[str], starts: list[str]) -> list[str]:
+    """The start paths an action acts on whole (itself and everything below): all of them when
+    nothing but `_FIND_GLOBAL` options (and their numbers) comes before the action, else none."""
+    if any(b not in _FIND_GLOBAL and not b.isdigit() for b in predicates if b not in ("-delete",)):
+        return []
+    return [s if s not in (".", "./") else "." for s in (starts or ["."])]
+
+
 def _find(x: Call) -> None:
     args, v, c, cwd = x.args, x.v, x.walker, x.cwd
     starts = []
@@ -143,34 +157,20 @@ def _find(x: Call) -> None:
             spliced = splices_into_code(inner, "{}")
             if spliced:
                 v.raise_to(MUTATION, spliced)
-            if inner:
+            # with no test before it, the command gets the start paths themselves too:
+            # `find / -exec rm -rf {} +` runs `rm -rf / ...`
+            roots = _whole_starts(args[len(starts) : i], starts) if any("{}" in b for b in inner) else []
+            for argv in [inner, *([b.replace("{}", r) for b in inner] for r in roots)] if inner else []:
                 sub = _Verdict()
-                c.judge_argv(inner, sub, cwd)
+                c.judge_argv(argv, sub, cwd)
                 if sub.hard:
                     v.deny(sub.hard)
                     return
-                v.raise_to(sub.risk, sub.reason)
+                if argv is inner:
+                    v.raise_to(sub.risk, sub.reason)
         elif a == "-delete":
-            filters = [
-                b
-                for b in args[len(starts) :]
-                if b
-                not in (
-                    "-delete",
-                    "-depth",
-                    "-xdev",
-                    "-mount",
-                    "-noleaf",
-                    "-ignore_readdir_race",
-                    "-L",
-                    "-P",
-                    "-H",
-                )
-                and not b.isdigit()
-                and b not in ("-mindepth", "-maxdepth")
-            ]
-            for s in (starts or ["."]) if not filters else []:
-                why = c.root_like(s if s not in (".", "./") else ".", cwd)
+            for s in _whole_starts(args[len(starts) :], starts):
+                why = c.root_like(s, cwd)
                 if why:
                     v.deny(f"find -delete under {why} is hard-denied and cannot be approved")
                     return
