@@ -90,7 +90,13 @@ class _Parser:
     def _open_paren(self, st: _ListState, depth: int) -> None:
         s, word = self.s, st.word
         definition = _EMPTY_PARENS.match(s, self.i)
-        if definition and (word.started or st.cmd.words):
+        name = word if word.started else (st.cmd.words[-1] if st.cmd.words else None)
+        if definition and name is not None and (name.dynamic or name.quoted):
+            # `$(x)()`: no name bash would define (it refuses the line); read on as before
+            self.malformed = True
+            st.finish_word()
+            self.i = definition.end()
+        elif definition and name is not None:
             # `name()` / `name ( )` defines a function, as `function name` does, and is read as
             # that: the body that follows is judged as commands, not as the arguments of a
             # program called `name` (`ls() { rm -rf /; }; ls` is not a read-only `ls`).
