@@ -3,8 +3,9 @@ uncommitted state (tracked changes and untracked, unignored files), and the chil
 brought back as one patch: checkpointed first, applied whole or not at all (a conflict is
 reported with the patch saved, never forced). Outside a git repository it is refused.
 
-Git runs with the repository's hooks (and fsmonitor, signing, pager) switched off: they are the
-repository's code, not the operator's, and Mermaid's own bookkeeping must not run them. `mermaid
+Git runs with the repository's hooks (and fsmonitor, signing, pager), and the content filters and
+diff drivers its own config names, switched off: they are the repository's code, not the
+operator's, and Mermaid's own bookkeeping must not run them. `mermaid
 batch` makes its task workspaces with the same pieces.
 """
 
@@ -34,10 +35,49 @@ class WorktreeError(Exception):
     """Why a worktree could not be made or its patch not applied (told to the parent's model)."""
 
 
+#: git commands that read or write no file contents: no filter or diff driver can run in them
+_NO_CONTENT = frozenset({"config", "rev-parse", "init", "worktree"})
+#: per directory, the `-c` options that switch its repository's own drivers off (`_drivers_off`)
+_DRIVERS_OFF: dict[str, tuple[str, ...]] = {}
+_DRIVERS_LOCK = threading.Lock()
+
+
 def git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> bytes:
     """Run git for Mermaid's own bookkeeping (worktrees, seeds, patches): with `SAFE_GIT`, a fixed
-    identity, and no `GIT_*` variable of the caller's (a `GIT_DIR` would point it elsewhere)."""
+    identity, no `GIT_*` variable of the caller's (a `GIT_DIR` would point it elsewhere), and none
+    of the repository's own content filters or diff drivers (`_drivers_off`)."""
     clean = {k: v for k, v in helper_env(env).items() if not k.startswith("GIT_")}
+    extra: tuple[str, ...] = () if args[0] in _NO_CONTENT else _drivers_off(cwd, env)
+    if args[0] == "diff":
+        args = ["diff", "--no-ext-diff", "--no-textconv", *args[1:]]
+    return _run_git([*extra, *args], cwd, clean, stdin)
+
+
+def _drivers_off(cwd: Path, env: Mapping[str, str]) -> tuple[str, ...]:
+    """`-c` options emptying every `filter.*`/`diff.*` command the repository's own config (its
+    includes too) names: a repository handed over with its `.git` (an archive, a clone as-is) is
+    as hostile as its files, and this git runs outside any sandbox. The user's own config (git
+    LFS's filters, say) is left alone unless the repository's names the same driver."""
+    key = str(cwd)
+    with _DRIVERS_LOCK:
+        if key in _DRIVERS_OFF:
+            return _DRIVERS_OFF[key]
+    pattern = r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$"
+    try:
+        names = git(["config", "--local", "--includes", "--name-only", "--get-regexp", pattern], cwd, env)
+    except WorktreeError:  # exit 1: none
+        names = b""
+    found: list[str] = []
+    for name in names.decode("utf-8", "replace").split():
+        found += ["-c", f"{name}="]
+        if name.startswith("filter."):
+            found += ["-c", f"{name.rsplit('.', 1)[0]}.required=false"]
+    with _DRIVERS_LOCK:
+        _DRIVERS_OFF[key] = tuple(found)
+    return tuple(found)
+
+
+def _run_git(args: list[str], cwd: Path, clean: Mapping[str, str], stdin: bytes | None) -> bytes:
     try:
         done = subprocess.run(
             ["git", *SAFE_GIT, *args],
@@ -101,9 +141,12 @@ class Worktree:
             raise WorktreeError("isolation 'worktree' needs a repository with at least one commit") from None
         path = Path(tempfile.mkdtemp(prefix="mermaid-worktree-"))
         with _WORKTREE_ADMIN:
-            git(["worktree", "add", "--detach", str(path), "HEAD"], repo, env)
+            # checked out by our own `reset`: `worktree add`'s checkout runs smudge filters whatever
+            # `-c` says
+            git(["worktree", "add", "--no-checkout", "--detach", str(path), "HEAD"], repo, env)
         tree = cls(repo, path, path / project_root.resolve().relative_to(repo), "", env)
         try:
+            git(["reset", "-q", "--hard", "HEAD"], path, env)
             tree._seed()
         except BaseException:
             tree.remove()
