@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mermaid_cli.config.layers import copy_tree
+from mermaid_cli.config.layers import copy_tree, toml_value
 
 SAFETY_MODES = ("read_only", "ask", "auto", "full_access")  # strictest first
 FLOOR_LEVELS = ("allow", "auto", "ask", "deny")  # loosest first
@@ -136,12 +136,8 @@ def _clamp_switches(data: dict[str, Any], source: str, warnings: list[str]) -> N
         if isinstance(section, dict) and key in section and section[key] is not stricter:
             value = section.pop(key)
             warnings.append(
-                f"{source}: `{table}.{key} = {_toml(value)}` is ignored in a project config (it would loosen)"
+                f"{source}: `{table}.{key} = {toml_value(value)}` is ignored in a project config (it would loosen)"
             )
-
-
-def _toml(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 def _clamp_children(
@@ -151,13 +147,10 @@ def _clamp_children(
     sandbox = data.get("sandbox")
     if isinstance(sandbox, dict):  # a pull request must not switch the kernel sandbox off or widen it
         under = below.get("sandbox") if below is not None else None
-        floor = under.get("mode") if isinstance(under, dict) else None
+        floors = ["auto", under.get("mode") if isinstance(under, dict) else None]  # never below `auto`
+        floor = max(SANDBOX_MODES.index(m) for m in floors if m in SANDBOX_MODES)
         mode = sandbox.get("mode")
-        if mode in ("off", "best-effort") or (
-            mode in SANDBOX_MODES
-            and floor in SANDBOX_MODES
-            and SANDBOX_MODES.index(mode) < SANDBOX_MODES.index(floor)
-        ):
+        if mode in SANDBOX_MODES and SANDBOX_MODES.index(mode) < floor:
             warnings.append(
                 f"{source}: sandbox.mode = {sandbox.pop('mode')!r} is ignored in a project config (it would loosen)"
             )

@@ -4,10 +4,9 @@ set it (`effective_items`), or as TOML commented with its source (`effective_tom
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
+from mermaid_cli.config.layers import toml_key, toml_value
 from mermaid_cli.config.loader import LoadedSettings
 
 
@@ -36,31 +35,13 @@ def effective_toml(loaded: LoadedSettings) -> str:
     (TOML has no null) is shown as a comment, so the whole text parses with `tomllib`."""
     lines = []
     for parts, value, source in _leaves(loaded):
-        key = ".".join(_toml_key(part) for part in parts)
+        key = ".".join(toml_key(part) for part in parts)
         if value is None:
             lines.append(f"# {key} is not set    # {source}")
         else:
-            lines.append(f"{key} = {_toml_value(value)}    # {source}")
+            lines.append(f"{key} = {toml_value(value)}    # {source}")
     return "\n".join(lines) + "\n"
 
 
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def _toml_key(key: str) -> str:
-    return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else str(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # JSON string escapes are valid TOML basic-string escapes
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value if item is not None) + "]"
-    if isinstance(value, dict):
-        pairs = (f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items() if v is not None)
-        return "{" + ", ".join(pairs) + "}"
-    return json.dumps(str(value))

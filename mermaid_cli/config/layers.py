@@ -1,11 +1,14 @@
 """Config layers (DESIGN.md §5): one layer's data as read (`Layer`, `read_toml`, a `-c key=VALUE`
 override), where the project layer lives (`find_git_root`), and the deep merge that stacks layers
-while recording which layer set each leaf (`merge`). `load_settings` in `loader` drives them.
+while recording which layer set each leaf (`merge`), and how a key or value is spelled in TOML
+(`toml_key`, `toml_value`: `config show`, warnings). `load_settings` in `loader` drives them.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,3 +124,27 @@ def _record(value: Any, path: str, sources: dict[str, str], source: str) -> None
             _record(v, f"{path}.{k}", sources, source)
     else:
         sources[path] = source
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def toml_key(key: str) -> str:
+    """`key` as a TOML key: bare when it can be, else quoted."""
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
+
+
+def toml_value(value: Any) -> str:
+    """`value` as TOML writes it (a config file's spelling, for `config show` and warnings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # JSON string escapes are valid TOML basic-string escapes
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value if item is not None) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items() if v is not None)
+        return "{" + ", ".join(pairs) + "}"
+    return json.dumps(str(value))

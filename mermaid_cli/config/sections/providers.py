@@ -44,7 +44,7 @@ class PriceSettings(Section):
 
     # finite and at most MAX_PRICE: `inf` or `1e308` made a cost of NaN or Infinity (not JSON,
     # and no `--max-cost` comparison ever true)
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)  # merged with Section's
 
     input: float = Field(ge=0, le=MAX_PRICE, description="USD per million uncached input tokens.")
     output: float = Field(ge=0, le=MAX_PRICE, description="USD per million output tokens.")
