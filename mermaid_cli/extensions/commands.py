@@ -2,7 +2,8 @@
 text before the run, so the transcript, the session and a recording hold the expansion (a replay
 needs no plugin). Files: project `<git root>/.mermaid/commands/**/*.md`, user
 `<config dir>/commands/**/*.md`, and enabled plugins' `prompts`. Precedence: built-in names >
-user > plugin > project (a pull request must not replace the operator's `/review`). The name is the frontmatter `name:` or the file stem, `[a-z0-9-]+`.
+user > plugin > project (a pull request must not replace the operator's `/review`). The name is
+the frontmatter `name:` or the file stem, `[a-z0-9-]+`.
 `$ARGUMENTS` becomes everything after the name, `$1`…`$9` its words; with neither, the arguments
 are appended. An unknown `/name` is sent as written, with a warning.
 """

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from mermaid_cli.run.workspace_git import UNSURE, config_runs_commands, find_index
 from mermaid_cli.run.workspace_watch import INLINE_WALK_ENTRIES, TreeWatch
-from mermaid_cli.security.childenv import SAFE_GIT, helper_env
+from mermaid_cli.security.childenv import SAFE_DIFF, SAFE_GIT, helper_env
 
 if TYPE_CHECKING:  # the stat snapshot is a non-git tree's: a git one never loads it
     from mermaid_cli.run.workspace_stat import Change, StatSnapshot
@@ -54,8 +54,6 @@ INLINE_MAX_S = 0.002
 MAX_PATHSPECS = 2000
 #: Mermaid's own directory in the project (sessions, project config): never a run's change
 OWN_DIR = ".mermaid"
-#: a diff of Mermaid's own is git's: no external diff program, no textconv filter
-_NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
 
 
 @functools.cache
@@ -154,7 +152,7 @@ class _GitIndex:
         tree = self.tree()
         self.add()
         out = _git(
-            self.root, "diff", "--cached", "--name-only", "-z", "--no-renames", "--relative", *_NO_DRIVERS, tree,
+            self.root, "diff", "--cached", "--name-only", "-z", "--no-renames", "--relative", *SAFE_DIFF, tree,
             env=self.env,
         )  # fmt: skip
         return [name for name in out.decode("utf-8", "replace").split("\0") if name]
@@ -200,7 +198,7 @@ class _GitIndex:
             "--binary",
             "--no-renames",
             "--relative",
-            *_NO_DRIVERS,
+            *SAFE_DIFF,
             tree,
             env=self.env,
         )

@@ -5,8 +5,8 @@ reported with the patch saved, never forced). Outside a git repository it is ref
 
 Git runs with the repository's hooks (and fsmonitor, signing, pager), and the content filters and
 diff drivers its own config names, switched off: they are the repository's code, not the
-operator's, and Mermaid's own bookkeeping must not run them. `mermaid
-batch` makes its task workspaces with the same pieces.
+operator's, and Mermaid's own bookkeeping must not run them. `mermaid batch` makes its task
+workspaces with the same pieces.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mermaid_cli.security.childenv import SAFE_GIT, helper_env
+from mermaid_cli.security.childenv import SAFE_DIFF, SAFE_GIT, helper_env
 
 GIT_TIMEOUT = 120
 _IDENTITY = {
@@ -49,7 +49,7 @@ def git(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None 
     clean = {k: v for k, v in helper_env(env).items() if not k.startswith("GIT_")}
     extra: tuple[str, ...] = () if args[0] in _NO_CONTENT else _drivers_off(cwd, env)
     if args[0] == "diff":
-        args = ["diff", "--no-ext-diff", "--no-textconv", *args[1:]]
+        args = ["diff", *SAFE_DIFF, *args[1:]]
     return _run_git([*extra, *args], cwd, clean, stdin)
 
 

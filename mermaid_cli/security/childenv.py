@@ -77,6 +77,8 @@ SAFE_GIT = (
     "-c",
     "core.pager=cat",
 )
+#: and for every `git diff` of Mermaid's own: no external diff program, no textconv filter
+SAFE_DIFF = ("--no-ext-diff", "--no-textconv")
 
 # Non-interactive defaults: a child must never wait for a credential prompt or a pager.
 _FORCED = {"GIT_TERMINAL_PROMPT": "0"}

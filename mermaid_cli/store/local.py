@@ -22,13 +22,14 @@ def local_dir(project_root: Path, name: str) -> Path:
     """`.mermaid/NAME`, made if missing, and listed in `.mermaid/.gitignore` (which ignores itself
     too, so `git status` after a run shows only the agent's changes). NotADirectoryError when
     `.mermaid` or `.mermaid/NAME` is not a real directory (a symlink to elsewhere)."""
-    directory = _real_dir(_real_dir(project_root / ".mermaid"), name)
-    _list_in_gitignore(directory.parent / ".gitignore", name)
+    own = _real_dir(project_root / ".mermaid")
+    directory = _real_dir(own / name)
+    _list_in_gitignore(own / ".gitignore", name)
     return directory
 
 
-def _real_dir(path: Path, name: str | None = None) -> Path:
-    path = path / name if name is not None else path
+def _real_dir(path: Path) -> Path:
+    """`path`, made if missing; NotADirectoryError unless it is a directory itself (not a link)."""
     try:
         os.mkdir(path, 0o755)
     except FileExistsError:

@@ -49,16 +49,7 @@ def _paths(raw: list[str], home: Path) -> tuple[Path, ...]:
 
 # Capabilities a uid-0 full_access child keeps under the network-only policy: all but those that
 # reach Mermaid's memory or the kernel (as the always-on hardening drops) and the network ones.
-_DROPPED_IN_FULL_ACCESS = {
-    12,
-    13,
-    16,
-    17,
-    19,
-    21,
-    38,
-    39,
-}  # NET_ADMIN NET_RAW SYS_MODULE SYS_RAWIO SYS_PTRACE SYS_ADMIN PERFMON BPF
+_DROPPED_IN_FULL_ACCESS = {12, 13, 16, 17, 19, 21, 38, 39}  # NET_ADMIN NET_RAW SYS_MODULE SYS_RAWIO SYS_PTRACE SYS_ADMIN PERFMON BPF
 _FULL_ACCESS_CAPS = tuple(c for c in range(41) if c not in _DROPPED_IN_FULL_ACCESS)
 
 
