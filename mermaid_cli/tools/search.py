@@ -423,14 +423,9 @@ class Grep(Tool):
                 )
             except PatternTooSlow as exc:
                 return ToolResult.error(
-                    f"regular expression {args.pattern!r} is refused: {exc} could take exponential time in "
-                    "Python's regex engine, which runs it here"
-                    + (
-                        " (rg cannot: look-around or a backreference)"
-                        if shutil.which("rg")
-                        else " (rg is not installed)"
-                    )
-                    + "; simplify it"
+                    f"regular expression {args.pattern!r} is refused: {exc} could take exponential time "
+                    "in Python's regex engine, which runs what rg cannot (look-around, backreferences) "
+                    "or all of it without rg; simplify it"
                 )
         if rg and ctx.path_rules is not None:
             # a project that holds the sandbox's secrets (the home directory itself) or links to
